@@ -1,0 +1,46 @@
+// Running ONNX test cases (model.onnx beside test_data_set_N/{input,output}_K.pb) and
+// comparing results with tolerances: |a - b| <= atol + rtol * |b| elementwise.
+#pragma once
+#include <functional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "frontend/onnx_import.h"
+#include "ir/tensor_data.h"
+
+namespace korch {
+
+struct Tolerance {
+  double atol = 1e-4;
+  double rtol = 1e-3;
+};
+
+struct Comparison {
+  bool pass = true;
+  double max_abs_error = 0;
+  double max_rel_error = 0;
+  int64_t mismatches = 0;
+  std::string problem;  // dtype/shape mismatch, when any
+};
+
+Comparison compare_tensors(const TensorData& actual, const TensorData& expected, const Tolerance& tol);
+
+struct DataSet {
+  std::string dir;
+  std::vector<TensorData> inputs, outputs;
+  std::vector<std::string> input_names, output_names;
+};
+
+// Lists test_data_set_* folders (sorted) and loads them.
+std::vector<DataSet> load_data_sets(const std::string& case_dir);
+
+// Executes a model: inputs in graph-input order -> outputs in graph-output order.
+using Executor = std::function<std::vector<TensorData>(const ImportedModel&, const std::vector<TensorData>&)>;
+
+// Runs every data set, prints one line per output and a PASS/FAIL per data set.
+// Returns true when all pass.
+bool check_case(const std::string& case_dir, const ImportOptions& options, const Executor& run, const Tolerance& tol,
+                std::ostream& os);
+
+}  // namespace korch

@@ -1,0 +1,170 @@
+// Fission rules for compute-intensive and window ONNX operators: MatMul (1-D operands
+// become rank-2 by Reshape), Gemm (transposes, alpha, beta*C as elementwise epilogue),
+// Conv / ConvTranspose (auto_pad resolved to explicit pads, bias as a broadcast Add), and
+// MaxPool / AveragePool.
+#include <algorithm>
+
+#include "fission/fission.h"
+
+namespace korch {
+
+namespace {
+
+struct SpatialAttrs {
+  std::vector<int64_t> kernel, strides, pads, dilations;
+};
+
+// Kernel, strides, dilations and explicit pads of a conv/pool node (auto_pad resolved).
+SpatialAttrs spatial_attrs(FissionContext& c, const Shape& x, const std::vector<int64_t>& kernel) {
+  size_t nsp = x.size() - 2;
+  SpatialAttrs a;
+  a.kernel = kernel;
+  if (a.kernel.size() != nsp) c.error("kernel_shape has ", a.kernel.size(), " entries, input has ", nsp, " spatial dims");
+  a.strides = c.attr_ints("strides", std::vector<int64_t>(nsp, 1));
+  a.dilations = c.attr_ints("dilations", std::vector<int64_t>(nsp, 1));
+  a.pads = c.attr_ints("pads", std::vector<int64_t>(2 * nsp, 0));
+  if (a.strides.size() != nsp || a.dilations.size() != nsp || a.pads.size() != 2 * nsp)
+    c.error("strides/dilations/pads do not match ", nsp, " spatial dims");
+  for (size_t i = 0; i < nsp; ++i)
+    if (a.strides[i] <= 0 || a.dilations[i] <= 0 || a.kernel[i] <= 0) c.error("non-positive stride, dilation or kernel");
+  std::string auto_pad = c.attr_s("auto_pad", "NOTSET");
+  if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+    for (size_t i = 0; i < nsp; ++i) {
+      int64_t in = x[2 + i];
+      int64_t out = (in + a.strides[i] - 1) / a.strides[i];
+      int64_t total = std::max<int64_t>(0, (out - 1) * a.strides[i] + (a.kernel[i] - 1) * a.dilations[i] + 1 - in);
+      int64_t small = total / 2, large = total - small;
+      a.pads[i] = auto_pad == "SAME_UPPER" ? small : large;
+      a.pads[nsp + i] = auto_pad == "SAME_UPPER" ? large : small;
+    }
+  } else if (auto_pad == "VALID") {
+    std::fill(a.pads.begin(), a.pads.end(), 0);
+  } else if (auto_pad != "NOTSET") {
+    c.error("unknown auto_pad '", auto_pad, "'");
+  }
+  return a;
+}
+
+TensorId add_channel_bias(FissionContext& c, TensorId y, TensorId bias) {
+  Shape bshape(c.rank(y) - 1, 1);
+  bshape[0] = c.shape(y)[1];
+  if (num_elements(c.shape(bias)) != bshape[0]) c.error("bias has ", num_elements(c.shape(bias)), " values for ", bshape[0], " channels");
+  return c.binary(PrimOp::Add, y, c.reshape(bias, bshape));
+}
+
+void pool_rule(const std::string& op_type, PrimOp op) {
+  register_fission_rule(op_type, [op](FissionContext& c) {
+    TensorId x = c.input(0);
+    if (c.rank(x) < 3) c.error("expects a tensor of rank >= 3");
+    if (c.wants_output(1)) c.error("the Indices output is not supported");
+    if (op == PrimOp::MaxPool && c.attr_i("storage_order", 0) != 0) c.error("storage_order=1 is not supported");
+    SpatialAttrs a = spatial_attrs(c, c.shape(x), c.attr_ints("kernel_shape"));
+    Attrs attrs;
+    attrs.set("kernel", a.kernel)
+        .set("strides", a.strides)
+        .set("pads", a.pads)
+        .set("dilations", a.dilations)
+        .set("ceil_mode", c.attr_i("ceil_mode", 0))
+        .set("count_include_pad", c.attr_i("count_include_pad", 0));
+    c.set_output(0, c.emit(op, {x}, attrs));
+  });
+}
+
+}  // namespace
+
+void register_linear_rules() {
+  register_fission_rule("MatMul", [](FissionContext& c) {
+    TensorId a = c.input(0), b = c.input(1);
+    Shape sa = c.shape(a), sb = c.shape(b);
+    bool a_vec = sa.size() == 1, b_vec = sb.size() == 1;
+    if (a_vec) a = c.reshape(a, {1, sa[0]});
+    if (b_vec) b = c.reshape(b, {sb[0], 1});
+    TensorId y = c.binary(PrimOp::MatMul, a, b);
+    if (a_vec || b_vec) {
+      Shape out = c.shape(y);
+      if (b_vec) out.pop_back();
+      if (a_vec) out.erase(out.end() - (b_vec ? 1 : 2));
+      y = c.reshape(y, out);
+    }
+    c.set_output(0, y);
+  });
+  register_fission_rule("Gemm", [](FissionContext& c) {
+    TensorId a = c.input(0), b = c.input(1);
+    if (c.rank(a) != 2 || c.rank(b) != 2) c.error("A and B must be 2-D");
+    if (c.attr_i("transA", 0)) a = c.emit(PrimOp::Transpose, {a}, Attrs().set("perm", std::vector<int64_t>{1, 0}));
+    if (c.attr_i("transB", 0)) b = c.emit(PrimOp::Transpose, {b}, Attrs().set("perm", std::vector<int64_t>{1, 0}));
+    TensorId y = c.binary(PrimOp::MatMul, a, b);
+    DType t = c.dtype(y);
+    double alpha = c.attr_f("alpha", 1.0), beta = c.attr_f("beta", 1.0);
+    if (alpha != 1.0) y = c.binary(PrimOp::Mul, y, c.scalar(alpha, t));
+    if (c.has_input(2) && beta != 0.0) {
+      TensorId cc = c.input(2);
+      if (beta != 1.0) cc = c.binary(PrimOp::Mul, cc, c.scalar(beta, t));
+      y = c.binary(PrimOp::Add, y, cc);
+    }
+    c.set_output(0, y);
+  });
+  register_fission_rule("Conv", [](FissionContext& c) {
+    TensorId x = c.input(0), w = c.input(1);
+    if (c.rank(x) < 3 || c.rank(w) != c.rank(x)) c.error("input and weight must have the same rank >= 3");
+    Shape ws = c.shape(w);
+    std::vector<int64_t> kernel = c.attr_ints("kernel_shape", Shape(ws.begin() + 2, ws.end()));
+    SpatialAttrs a = spatial_attrs(c, c.shape(x), kernel);
+    int64_t group = c.attr_i("group", 1);
+    if (group <= 0) c.error("group must be positive");
+    Attrs attrs;
+    attrs.set("strides", a.strides).set("pads", a.pads).set("dilations", a.dilations).set("group", group);
+    TensorId y = c.emit(PrimOp::Conv, {x, w}, attrs);
+    if (c.has_input(2)) y = add_channel_bias(c, y, c.input(2));
+    c.set_output(0, y);
+  });
+  register_fission_rule("ConvTranspose", [](FissionContext& c) {
+    TensorId x = c.input(0), w = c.input(1);
+    if (c.rank(x) < 3 || c.rank(w) != c.rank(x)) c.error("input and weight must have the same rank >= 3");
+    Shape xs = c.shape(x), ws = c.shape(w);
+    size_t nsp = xs.size() - 2;
+    std::vector<int64_t> kernel = c.attr_ints("kernel_shape", Shape(ws.begin() + 2, ws.end()));
+    std::vector<int64_t> strides = c.attr_ints("strides", std::vector<int64_t>(nsp, 1));
+    std::vector<int64_t> dil = c.attr_ints("dilations", std::vector<int64_t>(nsp, 1));
+    std::vector<int64_t> out_pad = c.attr_ints("output_padding", std::vector<int64_t>(nsp, 0));
+    std::vector<int64_t> pads = c.attr_ints("pads", std::vector<int64_t>(2 * nsp, 0));
+    std::vector<int64_t> out_shape = c.attr_ints("output_shape");
+    std::string auto_pad = c.attr_s("auto_pad", "NOTSET");
+    if (kernel.size() != nsp || strides.size() != nsp || dil.size() != nsp || out_pad.size() != nsp || pads.size() != 2 * nsp)
+      c.error("attribute lengths do not match ", nsp, " spatial dims");
+    if (out_shape.size() == nsp + 2) out_shape.erase(out_shape.begin(), out_shape.begin() + 2);
+    if (out_shape.empty() && (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER"))
+      for (size_t i = 0; i < nsp; ++i) out_shape.push_back(xs[2 + i] * strides[i]);
+    std::vector<int64_t> out_spatial(nsp);
+    for (size_t i = 0; i < nsp; ++i) {
+      int64_t full = strides[i] * (xs[2 + i] - 1) + out_pad[i] + (kernel[i] - 1) * dil[i] + 1;
+      if (!out_shape.empty()) {
+        if (out_shape.size() != nsp) c.error("output_shape has the wrong length");
+        int64_t total = full - out_shape[i];
+        if (auto_pad == "SAME_UPPER") {
+          pads[i] = total / 2;
+          pads[nsp + i] = total - total / 2;
+        } else {
+          pads[i] = total - total / 2;
+          pads[nsp + i] = total / 2;
+        }
+        out_spatial[i] = out_shape[i];
+      } else {
+        if (auto_pad == "VALID") pads[i] = pads[nsp + i] = 0;
+        out_spatial[i] = full - pads[i] - pads[nsp + i];
+      }
+      if (out_spatial[i] <= 0) c.error("output size is not positive");
+    }
+    int64_t group = c.attr_i("group", 1);
+    if (group <= 0 || xs[1] % group) c.error("channels not divisible by group");
+    Attrs attrs;
+    attrs.set("strides", strides).set("pads", pads).set("dilations", dil).set("group", group).set("out_spatial", out_spatial);
+    TensorId y = c.emit(PrimOp::ConvTranspose, {x, w}, attrs);
+    if (c.has_input(2)) y = add_channel_bias(c, y, c.input(2));
+    c.set_output(0, y);
+  });
+  pool_rule("MaxPool", PrimOp::MaxPool);
+  pool_rule("AveragePool", PrimOp::AvgPool);
+}
+
+}  // namespace korch

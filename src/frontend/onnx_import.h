@@ -1,0 +1,38 @@
+// ONNX import: parse a model file, bind static input shapes, load weights (including
+// external data), and run fission node by node into a PrimGraph. Constant subgraphs are
+// folded during fission; dead primitives are removed; the result is verified.
+#pragma once
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ir/prim_graph.h"
+
+namespace onnx {
+class ModelProto;
+}
+
+namespace korch {
+
+struct ImportOptions {
+  // Fixes dynamic (or overrides) input dimensions: name -> full shape.
+  std::map<std::string, Shape> input_shapes;
+};
+
+struct ImportedModel {
+  PrimGraph graph;
+  int opset = 0;
+  std::string producer;
+  std::map<std::string, int> op_histogram;  // ONNX op_type -> count
+  int64_t num_parameters = 0;               // elements in floating-point initializers
+  std::vector<std::string> input_names, output_names;
+};
+
+ImportedModel import_onnx_file(const std::string& path, const ImportOptions& options = {});
+// `base_dir` resolves external-data locations.
+ImportedModel import_onnx_model(const onnx::ModelProto& model, const std::string& base_dir,
+                                const ImportOptions& options = {});
+// Parses --input-shape values like "input=1,3,224,224".
+std::pair<std::string, Shape> parse_input_shape(const std::string& spec);
+
+}  // namespace korch

@@ -1,0 +1,170 @@
+// Reference elementwise primitives with numpy broadcasting. Floating inputs compute in
+// double; integer and bool inputs compute in int64 (exact).
+#include <cmath>
+
+#include "reference/reference.h"
+#include "util/error.h"
+
+namespace korch::reference {
+
+namespace {
+
+double unary_f(PrimOp op, double x) {
+  switch (op) {
+    case PrimOp::Neg: return -x;
+    case PrimOp::Abs: return std::fabs(x);
+    case PrimOp::Exp: return std::exp(x);
+    case PrimOp::Log: return std::log(x);
+    case PrimOp::Sqrt: return std::sqrt(x);
+    case PrimOp::Reciprocal: return 1.0 / x;
+    case PrimOp::Sin: return std::sin(x);
+    case PrimOp::Cos: return std::cos(x);
+    case PrimOp::Tanh: return std::tanh(x);
+    case PrimOp::Sigmoid: return 1.0 / (1.0 + std::exp(-x));
+    case PrimOp::Erf: return std::erf(x);
+    case PrimOp::Floor: return std::floor(x);
+    case PrimOp::Ceil: return std::ceil(x);
+    case PrimOp::Round: return std::nearbyint(x);
+    case PrimOp::Sign: return x > 0 ? 1.0 : (x < 0 ? -1.0 : 0.0);
+    case PrimOp::Not: return x == 0 ? 1.0 : 0.0;
+    case PrimOp::Relu: return x > 0 ? x : 0.0;
+    case PrimOp::Cast:
+    case PrimOp::Copy: return x;
+    default: break;
+  }
+  fail("reference: ", prim_op_name(op), " is not a unary float op");
+}
+
+int64_t unary_i(PrimOp op, int64_t x) {
+  switch (op) {
+    case PrimOp::Neg: return -x;
+    case PrimOp::Abs: return x < 0 ? -x : x;
+    case PrimOp::Sign: return x > 0 ? 1 : (x < 0 ? -1 : 0);
+    case PrimOp::Not: return x == 0;
+    case PrimOp::Relu: return x > 0 ? x : 0;
+    case PrimOp::Floor:
+    case PrimOp::Ceil:
+    case PrimOp::Round:
+    case PrimOp::Cast:
+    case PrimOp::Copy: return x;
+    default: break;
+  }
+  fail("reference: ", prim_op_name(op), " is not defined on integers");
+}
+
+double binary_f(PrimOp op, double a, double b, bool c_fmod) {
+  switch (op) {
+    case PrimOp::Add: return a + b;
+    case PrimOp::Sub: return a - b;
+    case PrimOp::Mul: return a * b;
+    case PrimOp::Div: return a / b;
+    case PrimOp::Pow: return std::pow(a, b);
+    case PrimOp::Max: return std::isnan(a) || std::isnan(b) ? NAN : (a > b ? a : b);
+    case PrimOp::Min: return std::isnan(a) || std::isnan(b) ? NAN : (a < b ? a : b);
+    case PrimOp::Mod: {
+      double r = std::fmod(a, b);
+      if (!c_fmod && r != 0 && ((r < 0) != (b < 0))) r += b;
+      return r;
+    }
+    case PrimOp::Equal: return a == b;
+    case PrimOp::Less: return a < b;
+    case PrimOp::Greater: return a > b;
+    case PrimOp::LessEqual: return a <= b;
+    case PrimOp::GreaterEqual: return a >= b;
+    case PrimOp::And: return (a != 0) && (b != 0);
+    case PrimOp::Or: return (a != 0) || (b != 0);
+    case PrimOp::Xor: return (a != 0) != (b != 0);
+    default: break;
+  }
+  fail("reference: ", prim_op_name(op), " is not a binary op");
+}
+
+int64_t ipow(int64_t a, int64_t b) {
+  if (b < 0) return a == 1 ? 1 : (a == -1 ? (b % 2 ? -1 : 1) : 0);
+  int64_t r = 1;
+  while (b) {
+    if (b & 1) r *= a;
+    a *= a;
+    b >>= 1;
+  }
+  return r;
+}
+
+int64_t binary_i(PrimOp op, int64_t a, int64_t b, bool c_fmod) {
+  switch (op) {
+    case PrimOp::Add: return a + b;
+    case PrimOp::Sub: return a - b;
+    case PrimOp::Mul: return a * b;
+    case PrimOp::Div:
+      if (b == 0) fail("integer division by zero");
+      return a / b;
+    case PrimOp::Pow: return ipow(a, b);
+    case PrimOp::Max: return a > b ? a : b;
+    case PrimOp::Min: return a < b ? a : b;
+    case PrimOp::Mod: {
+      if (b == 0) fail("integer modulo by zero");
+      int64_t r = a % b;
+      if (!c_fmod && r != 0 && ((r < 0) != (b < 0))) r += b;
+      return r;
+    }
+    case PrimOp::Equal: return a == b;
+    case PrimOp::Less: return a < b;
+    case PrimOp::Greater: return a > b;
+    case PrimOp::LessEqual: return a <= b;
+    case PrimOp::GreaterEqual: return a >= b;
+    case PrimOp::And: return (a != 0) && (b != 0);
+    case PrimOp::Or: return (a != 0) || (b != 0);
+    case PrimOp::Xor: return (a != 0) != (b != 0);
+    default: break;
+  }
+  fail("reference: ", prim_op_name(op), " is not a binary op");
+}
+
+}  // namespace
+
+TensorData eval_elementwise(const Primitive& prim, const std::vector<const TensorData*>& in, DType out_dtype,
+                            const Shape& out_shape) {
+  TensorData out(out_dtype, out_shape);
+  int64_t n = out.size();
+  std::vector<std::vector<int64_t>> offsets;
+  for (const TensorData* t : in) offsets.push_back(broadcast_offsets(t->shape(), out_shape));
+  PrimOp op = prim.op;
+  if (op == PrimOp::Where) {
+    const TensorData &c = *in[0], &a = *in[1], &b = *in[2];
+    if (is_floating(a.dtype())) {
+      for (int64_t i = 0; i < n; ++i)
+        out.set_f64(i, c.get_i64(offsets[0][i]) ? a.get_f64(offsets[1][i]) : b.get_f64(offsets[2][i]));
+    } else {
+      for (int64_t i = 0; i < n; ++i)
+        out.set_i64(i, c.get_i64(offsets[0][i]) ? a.get_i64(offsets[1][i]) : b.get_i64(offsets[2][i]));
+    }
+    return out;
+  }
+  bool c_fmod = prim.attrs.i_or("fmod", 0) != 0;
+  // Cast to/from floating types goes through double; integer to integer through int64.
+  bool float_domain = is_floating(in[0]->dtype()) || (op == PrimOp::Cast && is_floating(out_dtype)) ||
+                      (in.size() > 1 && is_floating(in[1]->dtype()));
+  if (float_domain) {
+    if (in.size() == 1) {
+      for (int64_t i = 0; i < n; ++i) {
+        double v = unary_f(op, in[0]->get_f64(offsets[0][i]));
+        if (op == PrimOp::Cast && !is_floating(out_dtype) && out_dtype != DType::Bool) v = std::trunc(v);
+        if (op == PrimOp::Cast && out_dtype == DType::Bool) v = v != 0;
+        out.set_f64(i, v);
+      }
+    } else {
+      for (int64_t i = 0; i < n; ++i)
+        out.set_f64(i, binary_f(op, in[0]->get_f64(offsets[0][i]), in[1]->get_f64(offsets[1][i]), c_fmod));
+    }
+  } else {
+    if (in.size() == 1) {
+      for (int64_t i = 0; i < n; ++i) out.set_i64(i, unary_i(op, in[0]->get_i64(offsets[0][i])));
+    } else {
+      for (int64_t i = 0; i < n; ++i)
+        out.set_i64(i, binary_i(op, in[0]->get_i64(offsets[0][i]), in[1]->get_i64(offsets[1][i]), c_fmod));
+    }
+  }
+  return out;
+}
+
+}  // namespace korch::reference

@@ -1,0 +1,31 @@
+// The reference executor: naive, obviously-correct evaluation of every primitive and of
+// whole primitive graphs. It is the ground truth every generated kernel is checked against.
+#pragma once
+#include <vector>
+
+#include "ir/prim_graph.h"
+#include "ir/tensor_data.h"
+
+namespace korch::reference {
+
+// Evaluates one primitive. `out_dtype`/`out_shape` are the inferred output type.
+TensorData evaluate(const Primitive& prim, const std::vector<const TensorData*>& inputs, DType out_dtype,
+                    const Shape& out_shape);
+
+// Runs the whole graph; `inputs` follow g.inputs() order and must match their dtypes and
+// shapes (korch::Error otherwise). Returns the values of g.outputs(), in order.
+std::vector<TensorData> run_graph(const PrimGraph& g, const std::vector<TensorData>& inputs);
+
+// Per-kind entry points (one file each).
+TensorData eval_elementwise(const Primitive& prim, const std::vector<const TensorData*>& inputs, DType out_dtype,
+                            const Shape& out_shape);
+TensorData eval_reduce(const Primitive& prim, const TensorData& x, DType out_dtype, const Shape& out_shape);
+TensorData eval_layout(const Primitive& prim, const std::vector<const TensorData*>& inputs, DType out_dtype,
+                       const Shape& out_shape);
+TensorData eval_window(const Primitive& prim, const TensorData& x, const Shape& out_shape);
+TensorData eval_linear(const Primitive& prim, const TensorData& x, const TensorData& w, const Shape& out_shape);
+
+// Offset of each output element in an input that broadcasts to `out_shape` (numpy rules).
+std::vector<int64_t> broadcast_offsets(const Shape& in_shape, const Shape& out_shape);
+
+}  // namespace korch::reference
