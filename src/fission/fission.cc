@@ -63,8 +63,26 @@ TensorId FissionContext::input(int i) const {
 
 const TensorData& FissionContext::constant_input(int i) const {
   TensorId t = input(i);
-  if (!is_constant(t))
-    error("input ", i, " ('", node_.input(i), "') must be a constant (computable at import); korch needs static shapes");
+  if (!is_constant(t)) {
+    std::string message = str_cat("node '", node_.name(), "' (", node_.op_type(), "): input ", i, " ('", node_.input(i),
+                                  "') must be a constant (computable at import); korch needs static shapes");
+    // Name the first graph input the value depends on: binding it lets the chain fold.
+    std::vector<TensorId> stack = {t};
+    std::vector<char> seen(graph_.num_tensors(), 0);
+    while (!stack.empty()) {
+      TensorId u = stack.back();
+      stack.pop_back();
+      if (seen[u]) continue;
+      seen[u] = 1;
+      const TensorInfo& info = graph_.tensor(u);
+      if (info.producer != kNone) {
+        for (TensorId v : graph_.prim(info.producer).inputs) stack.push_back(v);
+      } else if (!info.is_constant()) {
+        throw ConstantInputRequired(message + " (it depends on graph input '" + info.name + "')", info.name);
+      }
+    }
+    fail(message);
+  }
   return *graph_.tensor(t).constant;
 }
 

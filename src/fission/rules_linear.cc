@@ -140,13 +140,15 @@ void register_linear_rules() {
       int64_t full = strides[i] * (xs[2 + i] - 1) + out_pad[i] + (kernel[i] - 1) * dil[i] + 1;
       if (!out_shape.empty()) {
         if (out_shape.size() != nsp) c.error("output_shape has the wrong length");
+        // Floor division: a negative total (output_shape beyond the full result) pads the end.
         int64_t total = full - out_shape[i];
+        int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);
         if (auto_pad == "SAME_UPPER") {
-          pads[i] = total / 2;
-          pads[nsp + i] = total - total / 2;
+          pads[i] = half;
+          pads[nsp + i] = total - half;
         } else {
-          pads[i] = total - total / 2;
-          pads[nsp + i] = total / 2;
+          pads[i] = total - half;
+          pads[nsp + i] = half;
         }
         out_spatial[i] = out_shape[i];
       } else {

@@ -17,7 +17,7 @@ namespace korch {
 
 namespace {
 
-constexpr int kMinOpset = 7;
+constexpr int kMinOpset = 1;
 constexpr int kMaxOpset = 21;
 
 std::string join(const std::vector<std::string>& v, const std::string& sep) {
@@ -59,7 +59,7 @@ Shape input_shape(const onnx::ValueInfoProto& vi, const ImportOptions& options) 
   Shape s;
   for (int i = 0; i < tt.shape().dim_size(); ++i) {
     const auto& d = tt.shape().dim(i);
-    if (!d.has_dim_value() || d.dim_value() <= 0)
+    if (!d.has_dim_value() || d.dim_value() < 0)
       fail("input '", vi.name(), "' has a dynamic dimension ", i,
            d.has_dim_param() ? " ('" + d.dim_param() + "')" : std::string(),
            "; korch needs static shapes: pass --input-shape ", vi.name(), "=D0,D1,...");
@@ -122,6 +122,11 @@ ImportedModel import_onnx_model(const onnx::ModelProto& model, const std::string
   for (const auto& vi : graph.input()) {
     known_inputs.insert(vi.name());
     if (names.count(vi.name())) continue;  // an initializer listed as an input (old exporters)
+    auto bound = options.bound_inputs.find(vi.name());
+    if (bound != options.bound_inputs.end()) {
+      names[vi.name()] = g.add_constant(vi.name(), std::make_shared<const TensorData>(bound->second));
+      continue;
+    }
     if (!vi.type().has_tensor_type()) fail("input '", vi.name(), "' is not a tensor");
     DType dtype = dtype_from_onnx(vi.type().tensor_type().elem_type(), "input '" + vi.name() + "'");
     names[vi.name()] = g.add_input(vi.name(), dtype, input_shape(vi, options));

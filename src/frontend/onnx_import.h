@@ -17,6 +17,9 @@ namespace korch {
 struct ImportOptions {
   // Fixes dynamic (or overrides) input dimensions: name -> full shape.
   std::map<std::string, Shape> input_shapes;
+  // Graph inputs whose values are fixed at import: they become constants (and stop being
+  // inputs), so operators that need static parameters (shapes, axes, pads) can use them.
+  std::map<std::string, TensorData> bound_inputs;
 };
 
 struct ImportedModel {
@@ -25,7 +28,7 @@ struct ImportedModel {
   std::string producer;
   std::map<std::string, int> op_histogram;  // ONNX op_type -> count
   int64_t num_parameters = 0;               // elements in floating-point initializers
-  std::vector<std::string> input_names, output_names;
+  std::vector<std::string> input_names, output_names;  // graph inputs left unbound; outputs
 };
 
 ImportedModel import_onnx_file(const std::string& path, const ImportOptions& options = {});

@@ -89,7 +89,8 @@ bool resize_taps(const Attrs& a, int64_t axis, int64_t rank, int64_t x, int64_t 
   double out_width = scale * static_cast<double>(in_len);
   double xo;
   if (cmode == "align_corners") {
-    xo = out_len == 1 ? 0.0 : x * static_cast<double>(in_len - 1) / static_cast<double>(out_len - 1);
+    // ONNX uses the fractional output width scale * in_len here, not the rounded size.
+    xo = out_width == 1 ? 0.0 : x * static_cast<double>(in_len - 1) / (out_width - 1);
   } else if (cmode == "asymmetric") {
     xo = x / scale;
   } else if (cmode == "pytorch_half_pixel") {

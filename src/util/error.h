@@ -13,6 +13,19 @@ class Error : public std::runtime_error {
   explicit Error(const std::string& message) : std::runtime_error(message) {}
 };
 
+// Raised when an operator needs the value of a graph input at import time (a shape, axes,
+// pads...). Callers that know the value (e.g. `korch check` with a data set) may bind the
+// input as a constant and import again.
+class ConstantInputRequired : public Error {
+ public:
+  ConstantInputRequired(const std::string& message, std::string input_name)
+      : Error(message), input_name_(std::move(input_name)) {}
+  const std::string& input_name() const { return input_name_; }
+
+ private:
+  std::string input_name_;
+};
+
 namespace detail {
 inline void append(std::ostringstream&) {}
 template <typename T, typename... Rest>

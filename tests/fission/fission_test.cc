@@ -1,0 +1,213 @@
+// Fission tests: rules produce the documented primitive structure, fold constants at import,
+// and compute what the ONNX operator means (checked against direct formulas). The per-op
+// oracle on random inputs is ONNX Runtime (tests/fission/make_random_op_cases.py).
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "fission/fission.h"
+#include "frontend/onnx_import.h"
+#include "onnx_builder.h"
+#include "reference/reference.h"
+#include "util/error.h"
+
+namespace korch {
+namespace {
+
+using testing::OnnxBuilder;
+using testing::random_tensor;
+
+int count_op(const PrimGraph& g, PrimOp op) {
+  int n = 0;
+  for (const Primitive& p : g.prims()) n += p.op == op;
+  return n;
+}
+
+TEST(Fission, RegistryCoversTheRequiredOperators) {
+  const char* required[] = {
+      "Abs", "Add", "And", "ArgMax", "AveragePool", "BatchNormalization", "Cast", "Ceil", "Clip", "Concat", "Constant",
+      "ConstantOfShape", "Conv", "ConvTranspose", "Cos", "DepthToSpace", "Div", "Dropout", "Elu", "Equal", "Erf", "Exp",
+      "Expand", "Flatten", "Floor", "Gather", "Gemm", "GlobalAveragePool", "GlobalMaxPool", "Greater", "HardSigmoid",
+      "HardSwish", "Identity", "InstanceNormalization", "LayerNormalization", "LeakyRelu", "Less", "Log", "LogSoftmax",
+      "MatMul", "Max", "MaxPool", "Mean", "Min", "Mod", "Mul", "Neg", "Not", "Pad", "Pow", "PRelu", "Range",
+      "Reciprocal", "ReduceL2", "ReduceMax", "ReduceMean", "ReduceMin", "ReduceProd", "ReduceSum", "ReduceSumSquare",
+      "Relu", "Reshape", "Resize", "Selu", "Shape", "Sigmoid", "Sign", "Sin", "Slice", "Softmax", "Softplus",
+      "Softsign", "SpaceToDepth", "Split", "Sqrt", "Squeeze", "Sub", "Sum", "Tanh", "Tile", "Transpose", "Unsqueeze",
+      "Upsample", "Where", "GroupNormalization", "Gelu"};
+  for (const char* op : required) EXPECT_NE(find_fission_rule(op), nullptr) << op;
+  EXPECT_EQ(find_fission_rule("NoSuchOp"), nullptr);
+}
+
+TEST(Fission, SoftmaxIsStableAndSubtractsTheMax) {
+  OnnxBuilder b(13);
+  b.input("x", {2, 3}).output("y");
+  b.node("Softmax", {"x"}, {"y"});
+  ImportedModel m = import_onnx_model(b.model(), ".");
+  EXPECT_EQ(count_op(m.graph, PrimOp::ReduceMax), 1);
+  EXPECT_EQ(count_op(m.graph, PrimOp::ReduceSum), 1);
+  EXPECT_EQ(count_op(m.graph, PrimOp::Exp), 1);
+  TensorData x = TensorData::from_f64(DType::F32, {2, 3}, {1000, 1001, 1002, -5, 0, 5});
+  TensorData y = reference::run_graph(m.graph, {x})[0];
+  double e0 = std::exp(-2.0), e1 = std::exp(-1.0), s = e0 + e1 + 1.0;
+  EXPECT_NEAR(y.get_f64(0), e0 / s, 1e-6);
+  EXPECT_NEAR(y.get_f64(2), 1.0 / s, 1e-6);
+  EXPECT_FALSE(std::isnan(y.get_f64(1)));
+}
+
+TEST(Fission, BatchNormFoldsToMulAdd) {
+  OnnxBuilder b(13);
+  b.input("x", {1, 2, 2, 2}).output("y");
+  b.initializer("s", TensorData::from_f64(DType::F32, {2}, {2, 3}));
+  b.initializer("bias", TensorData::from_f64(DType::F32, {2}, {1, -1}));
+  b.initializer("mean", TensorData::from_f64(DType::F32, {2}, {0.5, 1}));
+  b.initializer("var", TensorData::from_f64(DType::F32, {2}, {4, 9}));
+  auto& n = b.node("BatchNormalization", {"x", "s", "bias", "mean", "var"}, {"y"});
+  OnnxBuilder::attr_f(n, "epsilon", 0.0f);
+  ImportedModel m = import_onnx_model(b.model(), ".");
+  EXPECT_EQ(m.graph.num_prims(), 2);  // Mul + Add, parameters folded
+  TensorData x = random_tensor({1, 2, 2, 2}, 1);
+  TensorData y = reference::run_graph(m.graph, {x})[0];
+  for (int c = 0; c < 2; ++c)
+    for (int i = 0; i < 4; ++i) {
+      double scale = c == 0 ? 2.0 / 2.0 : 3.0 / 3.0, mean = c == 0 ? 0.5 : 1.0, bias = c == 0 ? 1.0 : -1.0;
+      EXPECT_NEAR(y.get_f64(c * 4 + i), (x.get_f64(c * 4 + i) - mean) * scale + bias, 1e-5);
+    }
+}
+
+TEST(Fission, ShapeArithmeticFoldsAway) {
+  // y = Reshape(x, Concat(Gather(Shape(x), 0), [-1])) -> a single Reshape primitive.
+  OnnxBuilder b(13);
+  b.input("x", {2, 3, 4}).output("y");
+  b.initializer("zero", TensorData::from_i64(DType::I64, {1}, {0}));
+  b.initializer("minus1", TensorData::from_i64(DType::I64, {1}, {-1}));
+  b.node("Shape", {"x"}, {"s"});
+  b.node("Gather", {"s", "zero"}, {"n"});
+  auto& concat = b.node("Concat", {"n", "minus1"}, {"target"});
+  OnnxBuilder::attr_i(concat, "axis", 0);
+  b.node("Reshape", {"x", "target"}, {"y"});
+  ImportedModel m = import_onnx_model(b.model(), ".");
+  ASSERT_EQ(m.graph.num_prims(), 1);
+  EXPECT_EQ(m.graph.prim(0).op, PrimOp::Reshape);
+  EXPECT_EQ(m.graph.tensor(m.graph.outputs()[0]).shape, (Shape{2, 12}));
+}
+
+TEST(Fission, LayerNormalizationMatchesFormula) {
+  OnnxBuilder b(17);
+  b.input("x", {2, 4}).output("y");
+  b.initializer("g", TensorData::from_f64(DType::F32, {4}, {1, 2, 3, 4}));
+  b.initializer("beta", TensorData::from_f64(DType::F32, {4}, {0, 1, 0, 1}));
+  b.node("LayerNormalization", {"x", "g", "beta"}, {"y"});
+  ImportedModel m = import_onnx_model(b.model(), ".");
+  TensorData x = random_tensor({2, 4}, 7);
+  TensorData y = reference::run_graph(m.graph, {x})[0];
+  for (int r = 0; r < 2; ++r) {
+    double mean = 0, var = 0;
+    for (int i = 0; i < 4; ++i) mean += x.get_f64(r * 4 + i) / 4;
+    for (int i = 0; i < 4; ++i) var += std::pow(x.get_f64(r * 4 + i) - mean, 2) / 4;
+    for (int i = 0; i < 4; ++i) {
+      double expect = (x.get_f64(r * 4 + i) - mean) / std::sqrt(var + 1e-5) * (i + 1) + (i % 2);
+      EXPECT_NEAR(y.get_f64(r * 4 + i), expect, 1e-5);
+    }
+  }
+}
+
+TEST(Fission, GroupNormalizationOpset18PerGroupScale) {
+  OnnxBuilder b(18);
+  b.input("x", {1, 4, 3}).output("y");
+  b.initializer("scale", TensorData::from_f64(DType::F32, {2}, {2, 3}));
+  b.initializer("bias", TensorData::from_f64(DType::F32, {2}, {0.5, -0.5}));
+  auto& n = b.node("GroupNormalization", {"x", "scale", "bias"}, {"y"});
+  OnnxBuilder::attr_i(n, "num_groups", 2);
+  ImportedModel m = import_onnx_model(b.model(), ".");
+  TensorData x = random_tensor({1, 4, 3}, 3);
+  TensorData y = reference::run_graph(m.graph, {x})[0];
+  for (int g = 0; g < 2; ++g) {
+    double mean = 0, var = 0;
+    for (int i = 0; i < 6; ++i) mean += x.get_f64(g * 6 + i) / 6;
+    for (int i = 0; i < 6; ++i) var += std::pow(x.get_f64(g * 6 + i) - mean, 2) / 6;
+    for (int i = 0; i < 6; ++i) {
+      double expect = (x.get_f64(g * 6 + i) - mean) / std::sqrt(var + 1e-5) * (g ? 3 : 2) + (g ? -0.5 : 0.5);
+      EXPECT_NEAR(y.get_f64(g * 6 + i), expect, 1e-5);
+    }
+  }
+}
+
+TEST(Fission, GeluBothApproximations) {
+  for (std::string approx : {"none", "tanh"}) {
+    OnnxBuilder b(20);
+    b.input("x", {5}).output("y");
+    auto& n = b.node("Gelu", {"x"}, {"y"});
+    OnnxBuilder::attr_s(n, "approximate", approx);
+    ImportedModel m = import_onnx_model(b.model(), ".");
+    TensorData x = TensorData::from_f64(DType::F32, {5}, {-3, -1, 0, 0.5, 2});
+    TensorData y = reference::run_graph(m.graph, {x})[0];
+    for (int i = 0; i < 5; ++i) {
+      double v = x.get_f64(i);
+      double expect = approx == "none" ? 0.5 * v * (1 + std::erf(v / std::sqrt(2.0)))
+                                       : 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
+      EXPECT_NEAR(y.get_f64(i), expect, 1e-6) << approx;
+    }
+  }
+}
+
+TEST(Fission, TileAndDepthToSpaceAreLayoutChains) {
+  OnnxBuilder b(13);
+  b.input("x", {1, 8, 2, 3}).output("y").output("z");
+  b.initializer("reps", TensorData::from_i64(DType::I64, {4}, {1, 1, 2, 1}));
+  b.node("Tile", {"x", "reps"}, {"y"});
+  auto& d = b.node("DepthToSpace", {"x"}, {"z"});
+  OnnxBuilder::attr_i(d, "blocksize", 2);
+  OnnxBuilder::attr_s(d, "mode", "CRD");
+  ImportedModel m = import_onnx_model(b.model(), ".");
+  for (const Primitive& p : m.graph.prims())
+    EXPECT_TRUE(prim_kind(p.op) == PrimKind::Layout || prim_kind(p.op) == PrimKind::Broadcast) << prim_op_name(p.op);
+  TensorData x = random_tensor({1, 8, 2, 3}, 5);
+  auto out = reference::run_graph(m.graph, {x});
+  ASSERT_EQ(out[0].shape(), (Shape{1, 8, 4, 3}));
+  // Tile along H: row h of the output equals row h % 2 of the input.
+  for (int c = 0; c < 8; ++c)
+    for (int h = 0; h < 4; ++h)
+      for (int w = 0; w < 3; ++w) EXPECT_EQ(out[0].get_f64((c * 4 + h) * 3 + w), x.get_f64((c * 2 + h % 2) * 3 + w));
+  ASSERT_EQ(out[1].shape(), (Shape{1, 2, 4, 6}));
+  // CRD: out[c, h*2+i, w*2+j] = in[c*4 + i*2 + j, h, w]
+  for (int c = 0; c < 2; ++c)
+    for (int h = 0; h < 2; ++h)
+      for (int w = 0; w < 3; ++w)
+        for (int i = 0; i < 2; ++i)
+          for (int j = 0; j < 2; ++j)
+            EXPECT_EQ(out[1].get_f64((c * 4 + h * 2 + i) * 6 + w * 2 + j), x.get_f64(((c * 4 + i * 2 + j) * 2 + h) * 3 + w));
+}
+
+TEST(Fission, DropoutWithZeroRatioInTrainingModeIsIdentity) {
+  OnnxBuilder b(13);
+  b.input("x", {3}).output("y");
+  b.initializer("ratio", TensorData::from_f64(DType::F32, {}, {0.0}));
+  TensorData train(DType::Bool, {});
+  train.set_i64(0, 1);
+  b.initializer("train", train);
+  b.node("Dropout", {"x", "ratio", "train"}, {"y"});
+  ImportedModel m = import_onnx_model(b.model(), ".");
+  TensorData x = random_tensor({3}, 2);
+  EXPECT_EQ(reference::run_graph(m.graph, {x})[0].get_f64(1), x.get_f64(1));
+}
+
+TEST(Fission, NonConstantShapeParameterIsAClearError) {
+  OnnxBuilder b(13);
+  b.input("x", {2, 3}).input("shape", {2}, onnx::TensorProto::INT64).output("y");
+  b.node("Reshape", {"x", "shape"}, {"y"}, "reshape_node");
+  try {
+    import_onnx_model(b.model(), ".");
+    FAIL() << "expected an error";
+  } catch (const ConstantInputRequired& e) {
+    EXPECT_EQ(e.input_name(), "shape");
+    EXPECT_NE(std::string(e.what()).find("reshape_node"), std::string::npos);
+  }
+  ImportOptions bind;
+  bind.bound_inputs["shape"] = TensorData::from_i64(DType::I64, {2}, {3, 2});
+  ImportedModel m = import_onnx_model(b.model(), ".", bind);
+  EXPECT_EQ(m.input_names, std::vector<std::string>{"x"});
+  EXPECT_EQ(m.graph.tensor(m.graph.outputs()[0]).shape, (Shape{3, 2}));
+}
+
+}  // namespace
+}  // namespace korch
