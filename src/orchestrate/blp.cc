@@ -1,0 +1,176 @@
+// CBC model construction and solution extraction for the selection BLP, plus brute force.
+#include "orchestrate/blp.h"
+
+#include <coin/Cbc_C_Interface.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+
+#include "util/error.h"
+
+namespace korch {
+
+bool selection_is_feasible(const SelectionProblem& problem, const std::vector<int>& chosen) {
+  std::vector<char> made(problem.num_tensors, 0);
+  for (int k : chosen) made[problem.candidates[k].output] = 1;
+  for (int t : problem.required)
+    if (!made[t]) return false;
+  for (int k : chosen)
+    for (int t : problem.candidates[k].needs)
+      if (!made[t]) return false;
+  return true;
+}
+
+namespace {
+
+// Removes selected kernels nobody needs and duplicate producers of one tensor (keeps the cheapest).
+std::vector<int> prune(const SelectionProblem& problem, std::vector<int> chosen) {
+  std::sort(chosen.begin(), chosen.end(), [&](int a, int b) {
+    return problem.candidates[a].cost < problem.candidates[b].cost;
+  });
+  std::vector<int> by_output(problem.num_tensors, -1);
+  for (int k : chosen)
+    if (by_output[problem.candidates[k].output] < 0) by_output[problem.candidates[k].output] = k;
+  std::vector<char> needed(problem.num_tensors, 0);
+  std::vector<int> stack(problem.required.begin(), problem.required.end());
+  while (!stack.empty()) {
+    int t = stack.back();
+    stack.pop_back();
+    if (needed[t]) continue;
+    needed[t] = 1;
+    if (by_output[t] >= 0)
+      for (int u : problem.candidates[by_output[t]].needs) stack.push_back(u);
+  }
+  std::vector<int> kept;
+  for (int t = 0; t < problem.num_tensors; ++t)
+    if (needed[t] && by_output[t] >= 0) kept.push_back(by_output[t]);
+  std::sort(kept.begin(), kept.end());
+  return kept;
+}
+
+double total_cost(const SelectionProblem& problem, const std::vector<int>& chosen) {
+  double c = 0;
+  for (int k : chosen) c += problem.candidates[k].cost;
+  return c;
+}
+
+}  // namespace
+
+SelectionResult solve_selection_blp(const SelectionProblem& problem, const std::vector<int>& warm_start,
+                                    double time_limit_seconds) {
+  auto start = std::chrono::steady_clock::now();
+  int n = static_cast<int>(problem.candidates.size());
+  std::vector<std::vector<int>> producers(problem.num_tensors), coverers(problem.num_prims);
+  for (int k = 0; k < n; ++k) {
+    producers[problem.candidates[k].output].push_back(k);
+    for (int p : problem.candidates[k].covers) coverers[p].push_back(k);
+  }
+  for (int t : problem.required)
+    if (producers[t].empty()) fail("BLP: required tensor ", t, " has no candidate producing it");
+
+  Cbc_Model* model = Cbc_newModel();
+  Cbc_setLogLevel(model, 0);
+  Cbc_setParameter(model, "threads", "1");
+  Cbc_setMaximumSeconds(model, time_limit_seconds);
+  Cbc_setAllowableGap(model, 0.0);
+  Cbc_setParameter(model, "ratioGap", "0");
+  for (int k = 0; k < n; ++k) Cbc_addCol(model, "", 0.0, 1.0, problem.candidates[k].cost, 1, 0, nullptr, nullptr);
+  std::vector<int> idx;
+  std::vector<double> val;
+  for (int t : problem.required) {
+    idx = producers[t];
+    val.assign(idx.size(), 1.0);
+    Cbc_addRow(model, "", static_cast<int>(idx.size()), idx.data(), val.data(), 'G', 1.0);
+  }
+  for (int k = 0; k < n; ++k) {
+    const auto& c = problem.candidates[k];
+    std::vector<int> needs = c.needs;
+    std::sort(needs.begin(), needs.end());
+    needs.erase(std::unique(needs.begin(), needs.end()), needs.end());
+    for (int t : needs) {
+      idx = producers[t];
+      val.assign(idx.size(), 1.0);
+      idx.push_back(k);
+      val.push_back(-1.0);
+      if (producers[t].empty()) {  // an input nobody can produce: the candidate is unusable
+        idx = {k};
+        val = {1.0};
+        Cbc_addRow(model, "", 1, idx.data(), val.data(), 'L', 0.0);
+        continue;
+      }
+      Cbc_addRow(model, "", static_cast<int>(idx.size()), idx.data(), val.data(), 'G', 0.0);
+    }
+  }
+  for (int p = 0; p < problem.num_prims; ++p) {
+    if (coverers[p].empty()) continue;
+    idx = coverers[p];
+    val.assign(idx.size(), 1.0);
+    Cbc_addRow(model, "", static_cast<int>(idx.size()), idx.data(), val.data(), 'G', 1.0);
+  }
+  if (!warm_start.empty() && selection_is_feasible(problem, warm_start)) {
+    std::vector<int> cols(n);
+    std::vector<double> values(n, 0.0);
+    for (int k = 0; k < n; ++k) cols[k] = k;
+    for (int k : warm_start) values[k] = 1.0;
+    Cbc_setMIPStartI(model, n, cols.data(), values.data());
+  }
+  Cbc_solve(model);
+  SelectionResult result;
+  const double* x = Cbc_getColSolution(model);
+  bool has_solution = x != nullptr && Cbc_numberSavedSolutions(model) > 0;
+  std::vector<int> chosen;
+  if (x)
+    for (int k = 0; k < n; ++k)
+      if (x[k] > 0.5) chosen.push_back(k);
+  if (!has_solution || !selection_is_feasible(problem, chosen)) {
+    // No incumbent from CBC: fall back to the warm start (always feasible when given).
+    chosen = warm_start;
+    if (chosen.empty() || !selection_is_feasible(problem, chosen)) {
+      Cbc_deleteModel(model);
+      fail("BLP: CBC found no feasible kernel selection within ", time_limit_seconds, " s");
+    }
+  }
+  result.proven_optimal = Cbc_isProvenOptimal(model) != 0;
+  result.lower_bound = Cbc_getBestPossibleObjValue(model);
+  Cbc_deleteModel(model);
+  result.chosen = prune(problem, chosen);
+  result.cost = total_cost(problem, result.chosen);
+  if (result.proven_optimal) {
+    result.status = "optimal";
+    result.lower_bound = result.cost;
+  } else {
+    double gap = result.cost > 0 ? (result.cost - result.lower_bound) / result.cost : 0;
+    result.status = str_cat("time limit, gap ", std::round(gap * 10000) / 100, "%");
+  }
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return result;
+}
+
+SelectionResult solve_selection_brute_force(const SelectionProblem& problem) {
+  int n = static_cast<int>(problem.candidates.size());
+  if (n > 26) fail("brute force limited to 26 candidates, got ", n);
+  SelectionResult best;
+  best.cost = std::numeric_limits<double>::infinity();
+  std::vector<int> chosen;
+  for (uint64_t mask = 0; mask < (uint64_t{1} << n); ++mask) {
+    double c = 0;
+    chosen.clear();
+    for (int k = 0; k < n; ++k)
+      if (mask >> k & 1) {
+        chosen.push_back(k);
+        c += problem.candidates[k].cost;
+      }
+    if (c >= best.cost || !selection_is_feasible(problem, chosen)) continue;
+    best.cost = c;
+    best.chosen = chosen;
+  }
+  if (!std::isfinite(best.cost)) fail("brute force: no feasible selection");
+  best.proven_optimal = true;
+  best.lower_bound = best.cost;
+  best.status = "optimal (brute force)";
+  return best;
+}
+
+}  // namespace korch

@@ -1,0 +1,47 @@
+// make_kernel: sink, external inputs and structural hash of a primitive set.
+#include "orchestrate/kernel.h"
+
+#include <algorithm>
+
+#include "ir/printer.h"
+#include "util/error.h"
+
+namespace korch {
+
+Kernel make_kernel(const PrimGraph& g, std::vector<PrimId> prims) {
+  std::sort(prims.begin(), prims.end());
+  prims.erase(std::unique(prims.begin(), prims.end()), prims.end());
+  KORCH_CHECK(!prims.empty(), "empty kernel");
+  Kernel k;
+  k.prims = prims;
+  std::vector<char> produced_inside(g.num_tensors(), 0), consumed_inside(g.num_tensors(), 0);
+  for (PrimId p : prims) produced_inside[g.prim(p).output] = 1;
+  for (PrimId p : prims) {
+    if (prim_kind(g.prim(p).op) == PrimKind::Linear) ++k.num_linear;
+    for (TensorId t : g.prim(p).inputs) {
+      if (produced_inside[t]) {
+        consumed_inside[t] = 1;
+      } else if (std::find(k.inputs.begin(), k.inputs.end(), t) == k.inputs.end()) {
+        k.inputs.push_back(t);
+      }
+    }
+  }
+  int sinks = 0;
+  for (PrimId p : prims)
+    if (!consumed_inside[g.prim(p).output]) {
+      ++sinks;
+      k.output = g.prim(p).output;
+    }
+  if (sinks != 1) fail("a kernel must have exactly one sink, this set of ", prims.size(), " primitives has ", sinks);
+  k.hash = structural_hash(g, prims);
+  return k;
+}
+
+std::vector<TensorId> materialized_inputs(const PrimGraph& g, const Kernel& k) {
+  std::vector<TensorId> out;
+  for (TensorId t : k.inputs)
+    if (g.tensor(t).producer != kNone) out.push_back(t);
+  return out;
+}
+
+}  // namespace korch

@@ -1,0 +1,28 @@
+// Kernel: a set of primitives executed as one fused kernel that materialises exactly one
+// tensor (its sink). Plans and candidates are made of kernels.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ir/prim_graph.h"
+
+namespace korch {
+
+struct Kernel {
+  std::vector<PrimId> prims;   // ascending (a topological order)
+  TensorId output = kNone;     // the sink's output
+  std::vector<TensorId> inputs;  // external tensors read (graph inputs, constants, other kernels' outputs)
+  double cost = 0;             // seconds, from the cost model that priced it
+  uint64_t hash = 0;           // structural hash of the primitive set
+  int num_linear = 0;
+};
+
+// Builds the kernel of a primitive set; throws korch::Error unless the set has exactly one
+// sink (one primitive whose output no other member consumes).
+Kernel make_kernel(const PrimGraph& g, std::vector<PrimId> prims);
+
+// Inputs of a kernel that another kernel must materialise (not graph inputs or constants).
+std::vector<TensorId> materialized_inputs(const PrimGraph& g, const Kernel& k);
+
+}  // namespace korch

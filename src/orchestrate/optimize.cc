@@ -1,0 +1,191 @@
+// The orchestration pipeline:
+//   baselines (greedy, per-op, per-primitive) -> partition (never splitting a baseline kernel)
+//   -> per unique partition: enumerate candidates + baseline kernels, price them, build the
+//   BLP, solve it warm-started with greedy -> reuse solutions for identical partitions ->
+//   assemble and validate every plan.
+#include "orchestrate/optimize.h"
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <set>
+#include <unordered_map>
+
+#include "orchestrate/baselines.h"
+#include "orchestrate/blp.h"
+#include "util/error.h"
+
+namespace korch {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Prices kernels once per structural hash.
+class PricedCache {
+ public:
+  PricedCache(const PrimGraph& g, CostModel& model) : g_(g), model_(model) {}
+  void price(Kernel& k) {
+    auto it = cache_.find(k.hash);
+    if (it == cache_.end()) it = cache_.emplace(k.hash, model_.cost(g_, k)).first;
+    k.cost = it->second;
+  }
+  int size() const { return static_cast<int>(cache_.size()); }
+
+ private:
+  const PrimGraph& g_;
+  CostModel& model_;
+  std::unordered_map<uint64_t, double> cache_;
+};
+
+Plan make_plan(const PrimGraph& g, std::string strategy, std::vector<Kernel> kernels, PricedCache& prices,
+               const std::string& cost_name) {
+  Plan plan;
+  plan.strategy = std::move(strategy);
+  plan.cost_model = cost_name;
+  for (Kernel& k : kernels) prices.price(k);
+  plan.kernels = std::move(kernels);
+  sort_plan(g, plan);
+  validate_plan_or_throw(g, plan);
+  return plan;
+}
+
+// Boundaries (after primitive i) that would split a baseline kernel.
+std::vector<char> protected_boundaries(const PrimGraph& g, const std::vector<const std::vector<Kernel>*>& sets) {
+  std::vector<int> delta(g.num_prims() + 1, 0);
+  for (const auto* kernels : sets)
+    for (const Kernel& k : *kernels) {
+      delta[k.prims.front()] += 1;
+      delta[k.prims.back()] -= 1;
+    }
+  std::vector<char> result(g.num_prims(), 0);
+  int running = 0;
+  for (int p = 0; p < g.num_prims(); ++p) {
+    running += delta[p];
+    result[p] = running > 0;
+  }
+  return result;
+}
+
+}  // namespace
+
+OptimizeResult optimize(const PrimGraph& g, CostModel& cost, const OptimizeOptions& options) {
+  auto start = Clock::now();
+  OptimizeResult result;
+  PricedCache prices(g, cost);
+
+  std::vector<Kernel> greedy = kernels_from_groups(g, greedy_groups(g));
+  std::vector<Kernel> per_op = kernels_from_groups(g, per_op_groups(g));
+  std::vector<Kernel> per_prim = kernels_from_groups(g, per_primitive_groups(g));
+  result.greedy = make_plan(g, "greedy", greedy, prices, cost.name());
+  result.per_op = make_plan(g, "per-op", per_op, prices, cost.name());
+  result.per_primitive = make_plan(g, "per-primitive", per_prim, prices, cost.name());
+
+  PartitionOptions popts = options.partition;
+  popts.max_prims = std::min(popts.max_prims, kMaxPartitionPrims);
+  popts.protected_boundaries = protected_boundaries(g, {&result.greedy.kernels, &result.per_op.kernels});
+  std::vector<Partition> parts = partition_graph(g, popts);
+
+  std::vector<int> part_of(g.num_prims(), -1);
+  for (size_t i = 0; i < parts.size(); ++i)
+    for (PrimId p : parts[i].prims) part_of[p] = static_cast<int>(i);
+  // Baseline kernels by partition (a kernel spanning partitions is split by its partition).
+  auto by_partition = [&](const std::vector<Kernel>& kernels) {
+    std::vector<std::vector<Kernel>> out(parts.size());
+    for (const Kernel& k : kernels) {
+      int pi = part_of[k.prims.front()];
+      if (part_of[k.prims.back()] == pi) out[pi].push_back(k);
+    }
+    return out;
+  };
+  auto greedy_by_part = by_partition(result.greedy.kernels);
+  auto per_op_by_part = by_partition(result.per_op.kernels);
+  auto per_prim_by_part = by_partition(result.per_primitive.kernels);
+
+  std::map<uint64_t, int> solved;                 // partition hash -> partition index solved
+  std::vector<std::vector<std::vector<PrimId>>> chosen_sets(parts.size());  // prim sets per partition
+  Plan korch;
+  korch.strategy = "korch";
+  korch.cost_model = cost.name();
+  for (size_t pi = 0; pi < parts.size(); ++pi) {
+    const Partition& part = parts[pi];
+    PartitionReport report;
+    report.index = static_cast<int>(pi);
+    report.num_prims = static_cast<int>(part.prims.size());
+    auto same = solved.find(part.hash);
+    std::vector<std::vector<PrimId>> sets;
+    if (same != solved.end() && parts[same->second].prims.size() == part.prims.size()) {
+      report.same_as = same->second;
+      PrimId offset = part.prims.front() - parts[same->second].prims.front();
+      for (const auto& s : chosen_sets[same->second]) {
+        std::vector<PrimId> moved;
+        for (PrimId p : s) moved.push_back(p + offset);
+        sets.push_back(std::move(moved));
+      }
+      report.status = "reused";
+    } else {
+      std::vector<Kernel> cands = enumerate_candidates(g, part, options.candidates);
+      report.num_candidates = static_cast<int>(cands.size());
+      result.num_candidates += report.num_candidates;
+      ++result.num_unique_partitions;
+      // Baseline kernels join the candidates (so the warm start is expressible and the
+      // optimum is never worse than a baseline), deduplicated by primitive set.
+      std::set<std::vector<PrimId>> have;
+      for (const Kernel& k : cands) have.insert(k.prims);
+      std::vector<int> warm;
+      auto add = [&](const Kernel& k, bool is_warm) {
+        if (have.insert(k.prims).second) cands.push_back(k);
+        if (is_warm)
+          for (size_t i = 0; i < cands.size(); ++i)
+            if (cands[i].prims == k.prims) warm.push_back(static_cast<int>(i));
+      };
+      for (const Kernel& k : greedy_by_part[pi]) add(k, true);
+      for (const Kernel& k : per_op_by_part[pi]) add(k, false);
+      for (const Kernel& k : per_prim_by_part[pi]) add(k, false);
+      for (Kernel& k : cands) prices.price(k);
+
+      // Local ids: tensors produced in the partition; primitives by position.
+      SelectionProblem problem;
+      PrimId base = part.prims.front();
+      problem.num_prims = static_cast<int>(part.prims.size());
+      problem.num_tensors = problem.num_prims;
+      auto local = [&](TensorId t) -> int {
+        PrimId p = g.tensor(t).producer;
+        return (p == kNone || p < base || p >= base + problem.num_prims) ? -1 : p - base;
+      };
+      for (const Kernel& k : cands) {
+        SelectionProblem::Candidate c;
+        c.cost = k.cost;
+        c.output = local(k.output);
+        for (TensorId t : k.inputs)
+          if (local(t) >= 0) c.needs.push_back(local(t));
+        for (PrimId p : k.prims) c.covers.push_back(p - base);
+        problem.candidates.push_back(std::move(c));
+      }
+      for (TensorId t : part.required) problem.required.push_back(local(t));
+      SelectionResult sel = solve_selection_blp(problem, warm, options.solver_time_limit);
+      report.status = sel.status;
+      report.solver_seconds = sel.seconds;
+      result.solver_seconds += sel.seconds;
+      result.all_optimal = result.all_optimal && sel.proven_optimal;
+      for (int k : sel.chosen) sets.push_back(cands[k].prims);
+      solved.emplace(part.hash, static_cast<int>(pi));
+    }
+    for (const auto& s : sets) {
+      Kernel k = make_kernel(g, s);
+      prices.price(k);
+      report.cost += k.cost;
+      korch.kernels.push_back(std::move(k));
+    }
+    chosen_sets[pi] = std::move(sets);
+    result.partitions.push_back(report);
+  }
+  sort_plan(g, korch);
+  validate_plan_or_throw(g, korch);
+  result.korch = std::move(korch);
+  result.num_priced = prices.size();
+  result.total_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  return result;
+}
+
+}  // namespace korch

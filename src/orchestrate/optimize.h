@@ -1,0 +1,43 @@
+// optimize(): the orchestration pipeline, from a primitive graph to the optimal plan and the
+// baseline plans, all priced by the same cost model.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "cost/cost_model.h"
+#include "orchestrate/candidates.h"
+#include "orchestrate/partition.h"
+#include "orchestrate/plan.h"
+
+namespace korch {
+
+struct OptimizeOptions {
+  PartitionOptions partition;
+  CandidateOptions candidates;
+  double solver_time_limit = 60;  // seconds per partition
+};
+
+struct PartitionReport {
+  int index = 0;
+  int num_prims = 0;
+  int num_candidates = 0;
+  int same_as = -1;  // index of the identical partition whose solution was reused
+  std::string status;
+  double solver_seconds = 0;
+  double cost = 0;
+};
+
+struct OptimizeResult {
+  Plan korch, greedy, per_op, per_primitive;
+  std::vector<PartitionReport> partitions;
+  int num_candidates = 0;        // enumerated over unique partitions (after dedupe)
+  int num_unique_partitions = 0;
+  int num_priced = 0;            // distinct kernel structures priced
+  double solver_seconds = 0;
+  double total_seconds = 0;
+  bool all_optimal = true;
+};
+
+OptimizeResult optimize(const PrimGraph& g, CostModel& cost, const OptimizeOptions& options = {});
+
+}  // namespace korch

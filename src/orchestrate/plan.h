@@ -1,0 +1,36 @@
+// Plan: a topologically ordered list of kernels that together compute a graph's outputs.
+// Plans are validated (every kernel input materialised by an earlier kernel or a graph
+// input/constant; every graph output materialised), saved/loaded as JSON, and can be
+// executed kernel by kernel by the reference executor.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "orchestrate/kernel.h"
+
+namespace korch {
+
+struct Plan {
+  std::string strategy;    // korch | greedy | per-op | per-primitive
+  std::string cost_model;  // what priced the kernels
+  std::vector<Kernel> kernels;
+  double predicted_seconds() const;
+};
+
+// Orders kernels topologically (by output primitive) and drops exact duplicates.
+void sort_plan(const PrimGraph& g, Plan& plan);
+// Problems that make a plan non-executable; empty means valid.
+std::vector<std::string> validate_plan(const PrimGraph& g, const Plan& plan);
+void validate_plan_or_throw(const PrimGraph& g, const Plan& plan);
+
+// JSON: kernels with primitive ids, input/output tensor ids and names, predicted cost, plus the
+// graph's structural hash so that a plan is never applied to another graph.
+std::string plan_to_json(const PrimGraph& g, const Plan& plan);
+Plan plan_from_json(const PrimGraph& g, const std::string& json, const std::string& what);
+void save_plan(const PrimGraph& g, const Plan& plan, const std::string& path);
+Plan load_plan(const PrimGraph& g, const std::string& path);
+
+// Colour map for print_dot: kernel index of each primitive (first kernel containing it).
+std::vector<int> kernel_of_prim(const PrimGraph& g, const Plan& plan);
+
+}  // namespace korch
