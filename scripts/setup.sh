@@ -6,7 +6,9 @@ set -euo pipefail
 APT_PACKAGES=(
   build-essential cmake ninja-build pkg-config
   libonnx-dev libprotobuf-dev protobuf-compiler   # ONNX import
-  libgtest-dev libcli11-dev                       # tests, command line
+  libgtest-dev libcli11-dev nlohmann-json3-dev    # tests, command line, plan files
+  coinor-libcbc-dev                               # the binary linear program (CBC)
+  libdnnl-dev ocl-icd-opencl-dev opencl-headers   # oneDNN (calibration, linear kernels)
   python3 python3-numpy python3-onnx              # conformance case generation (onnx 1.12)
   python3-torch python3-torchvision               # model export (torch 1.13)
 )

@@ -32,7 +32,7 @@ double measure_bandwidth() {
 #pragma omp parallel for
   for (size_t i = 0; i < n; ++i) a[i] = 0.0f;
   double s = median_seconds(7, [&] {
-#pragma omp parallel for
+#pragma omp parallel for simd
     for (size_t i = 0; i < n; ++i) a[i] = b[i] + 3.0f * c[i];
   });
   return 3.0 * n * sizeof(float) / s / 1e9;
@@ -63,7 +63,7 @@ double measure_vector_ops() {
   std::vector<float> a(n, 1.0f);
   const int chain = 16;
   double s = median_seconds(9, [&] {
-#pragma omp parallel for
+#pragma omp parallel for simd
     for (size_t i = 0; i < n; ++i) {
       float v = a[i];
       for (int r = 0; r < chain; ++r) v = v * 0.999f + 0.001f;

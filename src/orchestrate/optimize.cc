@@ -69,6 +69,29 @@ std::vector<char> protected_boundaries(const PrimGraph& g, const std::vector<con
 
 }  // namespace
 
+SelectionProblem selection_problem(const PrimGraph& g, const Partition& part, const std::vector<Kernel>& candidates) {
+  SelectionProblem problem;
+  PrimId base = part.prims.front();
+  problem.num_prims = static_cast<int>(part.prims.size());
+  problem.num_tensors = problem.num_prims;
+  auto local = [&](TensorId t) -> int {
+    PrimId p = g.tensor(t).producer;
+    return (p == kNone || p < base || p >= base + problem.num_prims) ? -1 : p - base;
+  };
+  for (const Kernel& k : candidates) {
+    SelectionProblem::Candidate c;
+    c.cost = k.cost;
+    c.output = local(k.output);
+    KORCH_CHECK(c.output >= 0, "candidate output outside its partition");
+    for (TensorId t : k.inputs)
+      if (local(t) >= 0) c.needs.push_back(local(t));
+    for (PrimId p : k.prims) c.covers.push_back(p - base);
+    problem.candidates.push_back(std::move(c));
+  }
+  for (TensorId t : part.required) problem.required.push_back(local(t));
+  return problem;
+}
+
 OptimizeResult optimize(const PrimGraph& g, CostModel& cost, const OptimizeOptions& options) {
   auto start = Clock::now();
   OptimizeResult result;
@@ -144,25 +167,7 @@ OptimizeResult optimize(const PrimGraph& g, CostModel& cost, const OptimizeOptio
       for (const Kernel& k : per_prim_by_part[pi]) add(k, false);
       for (Kernel& k : cands) prices.price(k);
 
-      // Local ids: tensors produced in the partition; primitives by position.
-      SelectionProblem problem;
-      PrimId base = part.prims.front();
-      problem.num_prims = static_cast<int>(part.prims.size());
-      problem.num_tensors = problem.num_prims;
-      auto local = [&](TensorId t) -> int {
-        PrimId p = g.tensor(t).producer;
-        return (p == kNone || p < base || p >= base + problem.num_prims) ? -1 : p - base;
-      };
-      for (const Kernel& k : cands) {
-        SelectionProblem::Candidate c;
-        c.cost = k.cost;
-        c.output = local(k.output);
-        for (TensorId t : k.inputs)
-          if (local(t) >= 0) c.needs.push_back(local(t));
-        for (PrimId p : k.prims) c.covers.push_back(p - base);
-        problem.candidates.push_back(std::move(c));
-      }
-      for (TensorId t : part.required) problem.required.push_back(local(t));
+      SelectionProblem problem = selection_problem(g, part, cands);
       SelectionResult sel = solve_selection_blp(problem, warm, options.solver_time_limit);
       report.status = sel.status;
       report.solver_seconds = sel.seconds;

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "cost/cost_model.h"
+#include "orchestrate/blp.h"
 #include "orchestrate/candidates.h"
 #include "orchestrate/partition.h"
 #include "orchestrate/plan.h"
@@ -39,5 +40,9 @@ struct OptimizeResult {
 };
 
 OptimizeResult optimize(const PrimGraph& g, CostModel& cost, const OptimizeOptions& options = {});
+
+// The BLP of one partition over priced candidate kernels (local ids: primitives by position,
+// tensors by their producer's position).
+SelectionProblem selection_problem(const PrimGraph& g, const Partition& part, const std::vector<Kernel>& candidates);
 
 }  // namespace korch

@@ -28,6 +28,16 @@ expect_error "missing file" "cannot open" "$korch" inspect "$dir/nope.onnx"
 expect_error "missing case dir" "not a directory" "$korch" check "$dir/no_case"
 expect_error "bad --input-shape" "positive integer" "$korch" inspect "$dir/garbage.onnx" --input-shape x=1,b
 expect_error "unknown backend" "unknown backend" "$korch" check "$dir" --backend tpu
+here=$(cd "$(dirname "$0")/../.." && pwd)
+example=$here/examples/tiny_cnn
+echo '{"format": "korch-plan-1", "graph_hash": "0", "kernels": []}' > "$dir/foreign_plan.json"
+printf '{"format": ' > "$dir/corrupt_plan.json"
+expect_error "plan for another model" "different model" "$korch" check "$example" --plan "$dir/foreign_plan.json"
+expect_error "corrupt plan file" "not a valid plan" "$korch" check "$example" --plan "$dir/corrupt_plan.json"
+expect_error "missing plan file" "cannot open plan" "$korch" check "$example" --plan "$dir/no_plan.json"
+echo '{"bandwidth_gbs": "fast"}' > "$dir/bad_machine.json"
+expect_error "corrupt machine file" "rerun \`korch calibrate\`" "$korch" optimize "$example/model.onnx" --machine "$dir/bad_machine.json"
+expect_error "unknown cost model" "unknown cost model" "$korch" optimize "$example/model.onnx" --cost magic
 if [ $failures -ne 0 ]; then
   echo "$failures failed"
   exit 1

@@ -612,9 +612,12 @@ def gen_random_windows(w, n_each=8):
     onnxruntime computes per the spec: auto_pad SAME_* only with dilation 1
     and stride <= kernel (ORT rejects dilated SAME Conv, gets the dilated
     SAME MaxPool output shape wrong, and errors on the negative total padding
-    of stride > kernel); ConvTranspose output_shape never exceeds the natural
-    output size (ORT then zero-fills at the end, while the spec's pad formula
-    gives a negative start pad).
+    of stride > kernel); ConvTranspose SAME_* only with stride <= dilated
+    kernel (otherwise ORT clamps the negative total padding to 0 and returns
+    stride * (in - 1) + kernel instead of the spec's in * stride), and
+    ConvTranspose output_shape never exceeds the natural output size (ORT
+    then zero-fills at the end, while the spec's pad formula gives a negative
+    start pad).
     """
 
     def keff(kk, dd):
@@ -675,6 +678,8 @@ def gen_random_windows(w, n_each=8):
         if r < 0.25:
             mode = str(rng.choice(["SAME_UPPER", "SAME_LOWER", "VALID"]))
             attrs["auto_pad"] = mode
+            if mode != "VALID":
+                s[:] = [min(ss, keff(kk, dd)) for ss, kk, dd in zip(s, k, d)]
         elif r < 0.45:
             # total padding in [0, min(2 * (keff - 1), natural - 1)]
             attrs["output_shape"] = [nat - int(rng.integers(0, min(2 * (keff(kk, dd) - 1), nat - 1) + 1))

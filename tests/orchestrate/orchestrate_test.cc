@@ -1,0 +1,209 @@
+// Orchestration tests: partitioning, candidate enumeration, baselines, the BLP against brute
+// force on random DAGs, plan validation and JSON, and optimize() properties on small models.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "cost/analytic.h"
+#include "orchestrate/baselines.h"
+#include "orchestrate/blp.h"
+#include "orchestrate/candidates.h"
+#include "orchestrate/optimize.h"
+#include "orchestrate/partition.h"
+#include "orchestrate/plan.h"
+#include "reference/reference.h"
+#include "reference/run_plan.h"
+#include "util/error.h"
+
+namespace korch {
+namespace {
+
+Partition whole(const PrimGraph& g) {
+  Partition p;
+  for (PrimId i = 0; i < g.num_prims(); ++i) p.prims.push_back(i);
+  p.required = g.outputs();
+  return p;
+}
+
+Attrs conv_attrs() {
+  Attrs a;
+  a.set("strides", std::vector<int64_t>{1, 1}).set("pads", std::vector<int64_t>{1, 1, 1, 1});
+  a.set("dilations", std::vector<int64_t>{1, 1}).set("group", int64_t{1});
+  return a;
+}
+
+// x -> [conv -> add bias -> relu -> + x] repeated `blocks` times (residual blocks).
+PrimGraph residual_net(int blocks) {
+  PrimGraph g;
+  TensorId x = g.add_input("x", DType::F32, {1, 4, 8, 8});
+  for (int b = 0; b < blocks; ++b) {
+    TensorId w = g.add_constant("w", std::make_shared<const TensorData>(TensorData(DType::F32, {4, 4, 3, 3})));
+    TensorId bias = g.add_constant("b", std::make_shared<const TensorData>(TensorData(DType::F32, {4, 1, 1})));
+    TensorId y = g.add_primitive(PrimOp::Conv, {x, w}, conv_attrs());
+    y = g.add_primitive(PrimOp::Add, {y, bias}, {});
+    y = g.add_primitive(PrimOp::Relu, {y}, {});
+    x = g.add_primitive(PrimOp::Add, {y, x}, {});
+  }
+  g.mark_output(x);
+  return g;
+}
+
+TEST(Partition, CutsAtSingleLiveTensorsAndFindsRepeats) {
+  PrimGraph g = residual_net(4);
+  PartitionOptions o;
+  o.max_prims = 4;
+  auto parts = partition_graph(g, o);
+  ASSERT_EQ(parts.size(), 4u);
+  for (const auto& p : parts) {
+    EXPECT_EQ(p.prims.size(), 4u);
+    EXPECT_EQ(p.required.size(), 1u);
+    EXPECT_EQ(p.hash, parts[0].hash);  // identical blocks
+  }
+  o.max_prims = 8;
+  EXPECT_EQ(partition_graph(g, o).size(), 2u);
+  // A protected boundary (after block 1) is never a cut.
+  o.protected_boundaries.assign(g.num_prims(), 0);
+  o.protected_boundaries[3] = 1;
+  o.max_prims = 4;
+  auto prot = partition_graph(g, o);
+  for (size_t i = 0; i + 1 < prot.size(); ++i) EXPECT_NE(prot[i].prims.back(), 3);
+}
+
+TEST(Candidates, ChainCountsAndProperties) {
+  PrimGraph g;
+  TensorId x = g.add_input("x", DType::F32, {16});
+  TensorId a = g.add_primitive(PrimOp::Exp, {x}, {});
+  TensorId b = g.add_primitive(PrimOp::Neg, {a}, {});
+  g.mark_output(g.add_primitive(PrimOp::Abs, {b}, {}));
+  EXPECT_EQ(enumerate_candidates(g, whole(g)).size(), 6u);  // {a},{b},{c},{ab},{bc},{abc}
+  CandidateOptions two;
+  two.max_prims = 2;
+  EXPECT_EQ(enumerate_candidates(g, whole(g), two).size(), 5u);
+}
+
+TEST(Candidates, ConvexSingleSinkAtMostOneLinear) {
+  PrimGraph g = residual_net(3);
+  auto consumers = g.consumers();
+  for (const Kernel& k : enumerate_candidates(g, whole(g))) {
+    EXPECT_LE(k.num_linear, 1);
+    EXPECT_LE(k.prims.size(), 8u);
+    // Convex: no path from a member through a non-member back into the set.
+    std::vector<char> in(g.num_prims(), 0), reach(g.num_prims(), 0);
+    for (PrimId p : k.prims) in[p] = 1;
+    for (PrimId p = 0; p < g.num_prims(); ++p) {
+      if (in[p]) continue;
+      for (TensorId t : g.prim(p).inputs) {
+        PrimId q = g.tensor(t).producer;
+        if (q != kNone && (in[q] || reach[q])) reach[p] = 1;
+      }
+    }
+    for (PrimId p : k.prims)
+      for (TensorId t : g.prim(p).inputs) {
+        PrimId q = g.tensor(t).producer;
+        EXPECT_FALSE(q != kNone && !in[q] && reach[q]) << "non-convex candidate";
+      }
+  }
+}
+
+TEST(Baselines, GreedyFusesConvEpilogueAndResidual) {
+  PrimGraph g = residual_net(2);
+  auto groups = greedy_groups(g);
+  // conv + bias + relu + residual add per block: 2 groups.
+  ASSERT_EQ(groups.size(), 2u);
+  EXPECT_EQ(groups[0].size(), 4u);
+  auto kernels = kernels_from_groups(g, groups);
+  EXPECT_EQ(kernels.size(), 2u);
+  EXPECT_EQ(kernels_from_groups(g, per_primitive_groups(g)).size(), static_cast<size_t>(g.num_prims()));
+}
+
+// Random DAG of unary/binary elementwise primitives; every sink is an output.
+PrimGraph random_dag(std::mt19937& rng, int n) {
+  PrimGraph g;
+  std::vector<TensorId> tensors = {g.add_input("x", DType::F32, {32})};
+  for (int i = 0; i < n; ++i) {
+    std::uniform_int_distribution<size_t> pick(0, tensors.size() - 1);
+    // Bias toward recent tensors so the DAG is deep as well as wide.
+    size_t a = std::max(pick(rng), pick(rng));
+    if (rng() % 3 == 0) tensors.push_back(g.add_primitive(PrimOp::Exp, {tensors[a]}, {}));
+    else tensors.push_back(g.add_primitive(PrimOp::Add, {tensors[a], tensors[pick(rng)]}, {}));
+  }
+  auto consumers = g.consumers();
+  for (PrimId p = 0; p < g.num_prims(); ++p)
+    if (consumers[g.prim(p).output].empty()) g.mark_output(g.prim(p).output);
+  return g;
+}
+
+TEST(Blp, MatchesBruteForceOnRandomDags) {
+  std::mt19937 rng(12345);
+  int checked = 0;
+  for (int trial = 0; checked < 200 && trial < 5000; ++trial) {
+    int n = 3 + static_cast<int>(rng() % 10);  // 3..12 primitives
+    PrimGraph g = random_dag(rng, n);
+    Partition part = whole(g);
+    std::vector<Kernel> cands;
+    for (int bound = n; bound >= 1; --bound) {
+      CandidateOptions o;
+      o.max_prims = bound;
+      cands = enumerate_candidates(g, part, o);
+      if (cands.size() <= 20) break;
+    }
+    std::uniform_real_distribution<double> cost(1.0, 10.0);
+    for (Kernel& k : cands) k.cost = cost(rng) * (1.0 + 0.2 * k.prims.size());
+    SelectionProblem problem = selection_problem(g, part, cands);
+    SelectionResult exact = solve_selection_brute_force(problem);
+    SelectionResult blp = solve_selection_blp(problem, {}, 30);
+    ASSERT_TRUE(blp.proven_optimal);
+    ASSERT_TRUE(selection_is_feasible(problem, blp.chosen));
+    ASSERT_NEAR(blp.cost, exact.cost, 1e-6) << "trial " << trial << " with " << n << " primitives, " << cands.size()
+                                            << " candidates";
+    ++checked;
+  }
+  EXPECT_EQ(checked, 200);
+}
+
+TEST(Plan, ValidationJsonAndForeignGraphs) {
+  PrimGraph g = residual_net(2);
+  AnalyticCostModel model{MachineFigures{}};
+  OptimizeResult r = optimize(g, model);
+  EXPECT_TRUE(validate_plan(g, r.korch).empty());
+  EXPECT_LE(r.korch.predicted_seconds(), r.greedy.predicted_seconds() + 1e-12);
+  EXPECT_LE(r.korch.predicted_seconds(), r.per_op.predicted_seconds() + 1e-12);
+  // JSON round trip.
+  Plan back = plan_from_json(g, plan_to_json(g, r.korch), "test plan");
+  ASSERT_EQ(back.kernels.size(), r.korch.kernels.size());
+  for (size_t i = 0; i < back.kernels.size(); ++i) EXPECT_EQ(back.kernels[i].prims, r.korch.kernels[i].prims);
+  // A plan for another graph, a corrupt file, a plan missing a kernel.
+  EXPECT_THROW(plan_from_json(residual_net(3), plan_to_json(g, r.korch), "p"), Error);
+  EXPECT_THROW(plan_from_json(g, "{\"format\": 3", "p"), Error);
+  Plan broken = r.per_primitive;
+  broken.kernels.erase(broken.kernels.begin());
+  EXPECT_FALSE(validate_plan(g, broken).empty());
+  EXPECT_THROW(reference::run_plan(g, broken, {TensorData(DType::F32, {1, 4, 8, 8})}), Error);
+}
+
+TEST(Plan, EveryPlanComputesTheGraph) {
+  PrimGraph g = residual_net(3);
+  TensorData x(DType::F32, {1, 4, 8, 8});
+  for (int64_t i = 0; i < x.size(); ++i) x.data<float>()[i] = static_cast<float>(i % 13) * 0.1f - 0.6f;
+  TensorData expect = reference::run_graph(g, {x})[0];
+  AnalyticCostModel model{MachineFigures{}};
+  OptimizeResult r = optimize(g, model);
+  for (const Plan* plan : {&r.korch, &r.greedy, &r.per_op, &r.per_primitive}) {
+    TensorData got = reference::run_plan(g, *plan, {x})[0];
+    for (int64_t i = 0; i < got.size(); ++i) ASSERT_EQ(got.get_f64(i), expect.get_f64(i)) << plan->strategy;
+  }
+}
+
+TEST(Blp, TimeLimitReturnsBestPlanWithGap) {
+  // A tiny limit still yields a feasible plan (the warm start at worst) and says so.
+  PrimGraph g = residual_net(4);
+  AnalyticCostModel model{MachineFigures{}};
+  OptimizeOptions o;
+  o.solver_time_limit = 1e-6;
+  OptimizeResult r = optimize(g, model, o);
+  EXPECT_TRUE(validate_plan(g, r.korch).empty());
+  EXPECT_LE(r.korch.predicted_seconds(), r.greedy.predicted_seconds() + 1e-12);
+}
+
+}  // namespace
+}  // namespace korch
