@@ -9,7 +9,7 @@ APT_PACKAGES=(
   libgtest-dev libcli11-dev nlohmann-json3-dev    # tests, command line, plan files
   coinor-libcbc-dev                               # the binary linear program (CBC)
   libdnnl-dev ocl-icd-opencl-dev opencl-headers   # oneDNN (calibration, linear kernels)
-  python3 python3-numpy python3-onnx              # conformance case generation (onnx 1.12)
+  python3 python3-numpy python3-onnx python3-venv # conformance case generation (onnx 1.12)
   python3-torch python3-torchvision               # model export (torch 1.13)
 )
 
@@ -25,3 +25,13 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 echo "setup: system packages ready"
+
+# ONNX Runtime (PyPI) is the independent oracle for the fission tests; it lives in a venv of
+# Debian's python3 so it never mixes with the system's onnx 1.12.
+VENV="$(cd "$(dirname "$0")/.." && pwd)/.venv"
+if ! "$VENV/bin/python" -c "import onnx, onnxruntime, numpy" 2>/dev/null; then
+  echo "setup: installing onnx, onnxruntime, numpy (PyPI) into .venv"
+  /usr/bin/python3 -m venv "$VENV"
+  "$VENV/bin/pip" install --quiet --disable-pip-version-check onnx onnxruntime numpy
+fi
+echo "setup: python venv ready"

@@ -111,7 +111,7 @@ ImportedModel import_binding_inputs(const std::string& model_path, ImportOptions
   fail("could not bind the inputs of '", model_path, "'");
 }
 
-bool check_case(const std::string& case_dir, const ImportOptions& options, const Executor& run, const Tolerance& tol,
+bool check_case(const std::string& case_dir, const ImportOptions& options, const ModelRunner& run, const Tolerance& tol,
                 std::ostream& os) {
   bool all_pass = true;
   std::vector<std::string> declared = declared_input_names(case_dir + "/model.onnx");

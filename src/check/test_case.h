@@ -36,7 +36,7 @@ struct DataSet {
 std::vector<DataSet> load_data_sets(const std::string& case_dir);
 
 // Executes a model: inputs in graph-input order -> outputs in graph-output order.
-using Executor = std::function<std::vector<TensorData>(const ImportedModel&, const std::vector<TensorData>&)>;
+using ModelRunner = std::function<std::vector<TensorData>(const ImportedModel&, const std::vector<TensorData>&)>;
 
 // Imports a model, binding (as constants) the data-set inputs that must be static.
 ImportedModel import_binding_inputs(const std::string& model_path, ImportOptions options, const DataSet& ds,
@@ -44,7 +44,7 @@ ImportedModel import_binding_inputs(const std::string& model_path, ImportOptions
 
 // Runs every data set, prints one line per output and a PASS/FAIL per data set.
 // Returns true when all pass.
-bool check_case(const std::string& case_dir, const ImportOptions& options, const Executor& run, const Tolerance& tol,
+bool check_case(const std::string& case_dir, const ImportOptions& options, const ModelRunner& run, const Tolerance& tol,
                 std::ostream& os);
 
 }  // namespace korch

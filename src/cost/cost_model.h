@@ -1,6 +1,7 @@
 // CostModel: prices a kernel (a primitive set) in seconds. The analytic lower bound and the
 // measured (profiled) costs implement it; the orchestrator only sees this interface.
 #pragma once
+#include <optional>
 #include <string>
 
 #include "orchestrate/kernel.h"
@@ -11,6 +12,19 @@ class CostModel {
  public:
   virtual ~CostModel() = default;
   virtual double cost(const PrimGraph& g, const Kernel& kernel) = 0;
+  virtual std::string name() const = 0;
+};
+
+// Measures kernels on a backend (used lazily by optimize(): only kernels an optimum uses).
+class KernelMeasurer {
+ public:
+  virtual ~KernelMeasurer() = default;
+  // Measured seconds, or nullopt when the backend cannot implement the kernel as one kernel
+  // (or its result did not match the reference): the candidate is then dropped.
+  virtual std::optional<double> measure(const PrimGraph& g, const Kernel& kernel) = 0;
+  // Seconds of the kernel run by the reference fallback (always possible; used only for single
+  // primitives no backend can generate, so that every model still has a plan).
+  virtual double measure_fallback(const PrimGraph& g, const Kernel& kernel) = 0;
   virtual std::string name() const = 0;
 };
 

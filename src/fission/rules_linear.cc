@@ -140,10 +140,14 @@ void register_linear_rules() {
       int64_t full = strides[i] * (xs[2 + i] - 1) + out_pad[i] + (kernel[i] - 1) * dil[i] + 1;
       if (!out_shape.empty()) {
         if (out_shape.size() != nsp) c.error("output_shape has the wrong length");
-        // Floor division: a negative total (output_shape beyond the full result) pads the end.
+        // A negative total (output_shape beyond the full result) extends the end with zeros,
+        // as ONNX Runtime and PyTorch do (output_padding semantics).
         int64_t total = full - out_shape[i];
-        int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);
-        if (auto_pad == "SAME_UPPER") {
+        int64_t half = total / 2;
+        if (total < 0) {
+          pads[i] = 0;
+          pads[nsp + i] = total;
+        } else if (auto_pad == "SAME_UPPER") {
           pads[i] = half;
           pads[nsp + i] = total - half;
         } else {

@@ -29,14 +29,19 @@ void reduce_rule(const std::string& op_type, PrimOp op, int kind) {
     TensorId x = c.input(0);
     bool noop;
     std::vector<int64_t> axes = reduce_axes(c, x, &noop);
-    if (noop) {
-      c.set_output(0, c.unary(PrimOp::Copy, x));
-      return;
-    }
     bool keep = c.attr_i("keepdims", 1) != 0;
     TensorId v = x;
     if (kind == 1) v = c.unary(PrimOp::Abs, x);
     if (kind == 2 || kind == 3) v = c.binary(PrimOp::Mul, x, x);
+    if (noop) {
+      // Only the reduction is skipped; the elementwise parts (|x|, x^2, sqrt, log) still apply.
+      TensorId r = v == x ? c.unary(PrimOp::Copy, x) : v;
+      if (kind == 2) r = c.unary(PrimOp::Sqrt, r);
+      if (kind == 4) r = c.unary(PrimOp::Log, r);
+      if (kind == 5) r = c.unary(PrimOp::Copy, x);  // log(exp(x)) == x
+      c.set_output(0, r);
+      return;
+    }
     if (kind == 5) {
       TensorId m = c.reduce(PrimOp::ReduceMax, x, axes, true);
       TensorId e = c.unary(PrimOp::Exp, c.binary(PrimOp::Sub, x, m));

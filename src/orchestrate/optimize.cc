@@ -21,21 +21,51 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Prices kernels once per structural hash.
+// Prices kernels once per structural hash: with the cost model, or (when a measurer is
+// given and the kernel was measured) with its measurement.
 class PricedCache {
  public:
-  PricedCache(const PrimGraph& g, CostModel& model) : g_(g), model_(model) {}
+  PricedCache(const PrimGraph& g, CostModel& model, KernelMeasurer* measurer)
+      : g_(g), model_(model), measurer_(measurer) {}
   void price(Kernel& k) {
+    auto m = measured_.find(k.hash);
+    if (m != measured_.end() && m->second) {
+      k.cost = *m->second;
+      return;
+    }
     auto it = cache_.find(k.hash);
     if (it == cache_.end()) it = cache_.emplace(k.hash, model_.cost(g_, k)).first;
     k.cost = it->second;
   }
+  bool is_measured(const Kernel& k) const { return measured_.count(k.hash) != 0; }
+  // Measures (once per structure); single primitives no backend can generate fall back to
+  // the reference kernel. Returns false when the kernel is dropped.
+  bool measure(Kernel& k, bool allow_fallback) {
+    auto it = measured_.find(k.hash);
+    if (it == measured_.end()) {
+      std::optional<double> m = measurer_->measure(g_, k);
+      if (!m && allow_fallback) m = measurer_->measure_fallback(g_, k);
+      it = measured_.emplace(k.hash, m).first;
+    }
+    if (!it->second) return false;
+    k.cost = *it->second;
+    return true;
+  }
+  bool measuring() const { return measurer_ != nullptr; }
   int size() const { return static_cast<int>(cache_.size()); }
+  int num_measured() const { return static_cast<int>(measured_.size()); }
+  int num_dropped() const {
+    int n = 0;
+    for (const auto& [h, m] : measured_) n += !m.has_value();
+    return n;
+  }
 
  private:
   const PrimGraph& g_;
   CostModel& model_;
+  KernelMeasurer* measurer_;
   std::unordered_map<uint64_t, double> cache_;
+  std::unordered_map<uint64_t, std::optional<double>> measured_;
 };
 
 Plan make_plan(const PrimGraph& g, std::string strategy, std::vector<Kernel> kernels, PricedCache& prices,
@@ -43,7 +73,11 @@ Plan make_plan(const PrimGraph& g, std::string strategy, std::vector<Kernel> ker
   Plan plan;
   plan.strategy = std::move(strategy);
   plan.cost_model = cost_name;
-  for (Kernel& k : kernels) prices.price(k);
+  for (Kernel& k : kernels) {
+    // Baselines are measured in full (a kernel no backend generates runs on the fallback).
+    if (prices.measuring() && plan.strategy != "per-primitive") prices.measure(k, true);
+    else prices.price(k);
+  }
   plan.kernels = std::move(kernels);
   sort_plan(g, plan);
   validate_plan_or_throw(g, plan);
@@ -95,13 +129,14 @@ SelectionProblem selection_problem(const PrimGraph& g, const Partition& part, co
 OptimizeResult optimize(const PrimGraph& g, CostModel& cost, const OptimizeOptions& options) {
   auto start = Clock::now();
   OptimizeResult result;
-  PricedCache prices(g, cost);
+  PricedCache prices(g, cost, options.measurer);
+  std::string cost_name = options.measurer ? options.measurer->name() : cost.name();
 
   std::vector<Kernel> greedy = kernels_from_groups(g, greedy_groups(g));
   std::vector<Kernel> per_op = kernels_from_groups(g, per_op_groups(g));
   std::vector<Kernel> per_prim = kernels_from_groups(g, per_primitive_groups(g));
-  result.greedy = make_plan(g, "greedy", greedy, prices, cost.name());
-  result.per_op = make_plan(g, "per-op", per_op, prices, cost.name());
+  result.greedy = make_plan(g, "greedy", greedy, prices, cost_name);
+  result.per_op = make_plan(g, "per-op", per_op, prices, cost_name);
   result.per_primitive = make_plan(g, "per-primitive", per_prim, prices, cost.name());
 
   PartitionOptions popts = options.partition;
@@ -129,7 +164,7 @@ OptimizeResult optimize(const PrimGraph& g, CostModel& cost, const OptimizeOptio
   std::vector<std::vector<std::vector<PrimId>>> chosen_sets(parts.size());  // prim sets per partition
   Plan korch;
   korch.strategy = "korch";
-  korch.cost_model = cost.name();
+  korch.cost_model = cost_name;
   for (size_t pi = 0; pi < parts.size(); ++pi) {
     const Partition& part = parts[pi];
     PartitionReport report;
@@ -167,11 +202,40 @@ OptimizeResult optimize(const PrimGraph& g, CostModel& cost, const OptimizeOptio
       for (const Kernel& k : per_prim_by_part[pi]) add(k, false);
       for (Kernel& k : cands) prices.price(k);
 
-      SelectionProblem problem = selection_problem(g, part, cands);
-      SelectionResult sel = solve_selection_blp(problem, warm, options.solver_time_limit);
+      // Lazy profiling: solve, measure what the optimum uses, drop what cannot be built,
+      // re-solve until the optimum is made of measured kernels only.
+      std::vector<char> dropped(cands.size(), 0);
+      SelectionResult sel;
+      while (true) {
+        std::vector<Kernel> active;
+        std::vector<int> active_index, active_warm;
+        for (size_t i = 0; i < cands.size(); ++i) {
+          if (dropped[i]) continue;
+          prices.price(cands[i]);
+          if (std::find(warm.begin(), warm.end(), static_cast<int>(i)) != warm.end())
+            active_warm.push_back(static_cast<int>(active.size()));
+          active_index.push_back(static_cast<int>(i));
+          active.push_back(cands[i]);
+        }
+        SelectionProblem problem = selection_problem(g, part, active);
+        sel = solve_selection_blp(problem, active_warm, options.solver_time_limit);
+        ++result.solve_rounds;
+        report.solver_seconds += sel.seconds;
+        result.solver_seconds += sel.seconds;
+        for (int& k : sel.chosen) k = active_index[k];
+        if (!prices.measuring()) break;
+        bool all_measured = true;
+        for (int k : sel.chosen) {
+          if (prices.is_measured(cands[k])) continue;
+          all_measured = false;
+          if (!prices.measure(cands[k], cands[k].prims.size() == 1)) dropped[k] = 1;
+        }
+        for (size_t i = 0; i < cands.size(); ++i)
+          if (!dropped[i] && prices.is_measured(cands[i]) && !prices.measure(cands[i], cands[i].prims.size() == 1))
+            dropped[i] = 1;
+        if (all_measured) break;
+      }
       report.status = sel.status;
-      report.solver_seconds = sel.seconds;
-      result.solver_seconds += sel.seconds;
       result.all_optimal = result.all_optimal && sel.proven_optimal;
       for (int k : sel.chosen) sets.push_back(cands[k].prims);
       solved.emplace(part.hash, static_cast<int>(pi));
@@ -189,6 +253,8 @@ OptimizeResult optimize(const PrimGraph& g, CostModel& cost, const OptimizeOptio
   validate_plan_or_throw(g, korch);
   result.korch = std::move(korch);
   result.num_priced = prices.size();
+  result.num_measured = prices.num_measured();
+  result.num_dropped = prices.num_dropped();
   result.total_seconds = std::chrono::duration<double>(Clock::now() - start).count();
   return result;
 }

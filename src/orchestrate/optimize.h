@@ -16,6 +16,10 @@ struct OptimizeOptions {
   PartitionOptions partition;
   CandidateOptions candidates;
   double solver_time_limit = 60;  // seconds per partition
+  // When set, costs are measured lazily: solve with the cost model's (analytic lower-bound)
+  // prices, measure the kernels the optimum uses, re-solve, until the optimum uses only
+  // measured kernels; baseline plans are measured in full.
+  KernelMeasurer* measurer = nullptr;
 };
 
 struct PartitionReport {
@@ -34,6 +38,9 @@ struct OptimizeResult {
   int num_candidates = 0;        // enumerated over unique partitions (after dedupe)
   int num_unique_partitions = 0;
   int num_priced = 0;            // distinct kernel structures priced
+  int num_measured = 0;          // distinct kernel structures measured (lazy profiling)
+  int num_dropped = 0;           // candidates the backend could not implement or verify
+  int solve_rounds = 0;          // BLP solves over all partitions
   double solver_seconds = 0;
   double total_seconds = 0;
   bool all_optimal = true;

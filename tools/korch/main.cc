@@ -3,16 +3,23 @@
 #include <CLI/CLI.hpp>
 #include <fstream>
 #include <iomanip>
+#include <chrono>
+#include <filesystem>
 #include <iostream>
+#include <nlohmann/json.hpp>
 
 #include "check/test_case.h"
 #include "frontend/onnx_import.h"
+#include "frontend/onnx_tensor.h"
 #include "cost/analytic.h"
 #include "cost/calibrate.h"
+#include "cost/profiler.h"
+#include <unistd.h>
 #include "ir/printer.h"
 #include "orchestrate/optimize.h"
 #include "reference/reference.h"
 #include "reference/run_plan.h"
+#include "runtime/executor.h"
 #include "util/error.h"
 
 namespace korch {
@@ -67,29 +74,87 @@ int run_inspect(const std::string& model_path, const std::vector<std::string>& s
 }
 
 struct OptimizeFlags {
-  std::string cost = "analytic";
+  std::string cost;  // empty: analytic for optimize / reference checks, measured for the CPU backend
   std::string machine_file;
   int max_kernel_prims = 8;
   int max_partition_prims = 64;
   double time_limit = 60;
+  int threads = 2;
+  std::string cache_path;
+  bool verbose = false;
 };
 
 MachineFigures machine_from(const OptimizeFlags& f) {
   return f.machine_file.empty() ? machine_figures_or_defaults() : load_machine_figures(f.machine_file);
 }
 
-OptimizeResult run_optimizer(const PrimGraph& g, const OptimizeFlags& f) {
-  if (f.cost != "analytic") fail("unknown cost model '", f.cost, "' (available: analytic)");
+// Progress on a terminal: one rewritten line on stderr.
+struct Progress {
+  bool tty = isatty(STDERR_FILENO) != 0;
+  void update(const std::string& line) {
+    if (tty) std::cerr << "\r\033[K" << line << std::flush;
+  }
+  void done() {
+    if (tty) std::cerr << "\r\033[K" << std::flush;
+  }
+};
+
+struct OptimizeRun {
+  OptimizeResult result;
+  ProfilerStats profile;
+  bool measured = false;
+  std::string cache_path;
+};
+
+OptimizeRun run_optimizer(const PrimGraph& g, OptimizeFlags f, const std::string& default_cost = "analytic") {
+  if (f.cost.empty()) f.cost = default_cost;
+  if (f.cost != "analytic" && f.cost != "measured") fail("unknown cost model '", f.cost, "' (available: analytic, measured)");
   if (f.max_kernel_prims < 1 || f.max_partition_prims < 2) fail("kernel and partition bounds must be positive");
   AnalyticCostModel model(machine_from(f));
   OptimizeOptions options;
   options.candidates.max_prims = f.max_kernel_prims;
   options.partition.max_prims = f.max_partition_prims;
   options.solver_time_limit = f.time_limit;
-  return optimize(g, model, options);
+  OptimizeRun run;
+  if (f.cost == "analytic") {
+    run.result = optimize(g, model, options);
+    return run;
+  }
+  run.measured = true;
+  run.cache_path = f.cache_path.empty() ? ProfileCache::default_path() : f.cache_path;
+  ProfileCache cache(run.cache_path, [](const std::string& w) { std::cerr << "warning: " << w << "\n"; });
+  Progress progress;
+  std::unique_ptr<CpuProfiler> profiler;
+  profiler = std::make_unique<CpuProfiler>(f.threads, &cache, [&](const std::string& line) {
+    progress.done();
+    if (f.verbose) std::cerr << line << "\n";
+  });
+  struct ProgressMeasurer : KernelMeasurer {
+    CpuProfiler* inner;
+    Progress* progress;
+    std::optional<double> measure(const PrimGraph& g, const Kernel& k) override {
+      auto r = inner->measure(g, k);
+      const ProfilerStats& s = inner->stats();
+      progress->update(str_cat("profiling: ", s.measured, " measured, ", s.cache_hits, " cached, ", s.dropped,
+                               " dropped (", static_cast<int>(s.seconds), " s)"));
+      return r;
+    }
+    double measure_fallback(const PrimGraph& g, const Kernel& k) override { return inner->measure_fallback(g, k); }
+    std::string name() const override { return inner->name(); }
+  } measurer;
+  measurer.inner = profiler.get();
+  measurer.progress = &progress;
+  options.measurer = &measurer;
+  cache.begin_batch();
+  run.result = optimize(g, model, options);
+  cache.commit_batch();
+  progress.done();
+  run.profile = profiler->stats();
+  return run;
 }
 
-void print_summary(const OptimizeResult& r, const MachineFigures& m) {
+void print_summary(const OptimizeRun& run, const MachineFigures& m) {
+  const OptimizeResult& r = run.result;
   int reused = 0;
   for (const auto& p : r.partitions) reused += p.same_as >= 0;
   std::cout << "machine: " << m.bandwidth_gbs << " GB/s, " << m.gemm_gflops << " GFLOP/s GEMM, " << m.vector_gops
@@ -99,6 +164,13 @@ void print_summary(const OptimizeResult& r, const MachineFigures& m) {
   std::cout << "solver: " << std::fixed << std::setprecision(2) << r.solver_seconds << " s, "
             << (r.all_optimal ? "every partition proven optimal" : "NOT all partitions proven optimal")
             << "   total optimize time: " << r.total_seconds << " s\n";
+  if (run.measured)
+    std::cout << "profiling: " << r.num_measured << " kernel structures measured of " << r.num_priced
+              << " priced (" << r.num_candidates << " candidates enumerated), " << run.profile.measured
+              << " compiled+timed now, " << run.profile.cache_hits << " from cache, " << r.num_dropped
+              << " dropped, " << run.profile.mismatches << " mismatches, " << r.solve_rounds << " BLP solves, "
+              << std::fixed << std::setprecision(1) << run.profile.seconds << " s\n  cache: " << run.cache_path << "\n"
+              << std::defaultfloat;
   for (const auto& p : r.partitions)
     if (p.status != "optimal" && p.status != "reused")
       std::cout << "  partition " << p.index << " (" << p.num_prims << " primitives): " << p.status << "\n";
@@ -115,8 +187,9 @@ int run_optimize(const std::string& model_path, const std::vector<std::string>& 
                  const std::string& dot_path, const OptimizeFlags& flags) {
   ImportedModel m = import_onnx_file(model_path, import_options(shapes));
   std::cout << "model: " << model_path << "  (" << m.graph.num_prims() << " primitives)\n";
-  OptimizeResult r = run_optimizer(m.graph, flags);
-  print_summary(r, machine_from(flags));
+  OptimizeRun run = run_optimizer(m.graph, flags);
+  const OptimizeResult& r = run.result;
+  print_summary(run, machine_from(flags));
   if (!out.empty()) {
     save_plan(m.graph, r.korch, out);
     std::cout << "wrote " << out << "\n";
@@ -126,6 +199,129 @@ int run_optimize(const std::string& model_path, const std::vector<std::string>& 
     if (!f) fail("cannot write '", dot_path, "'");
     print_dot(f, m.graph, kernel_of_prim(m.graph, r.korch));
     std::cout << "wrote " << dot_path << "\n";
+  }
+  return 0;
+}
+
+std::vector<TensorData> random_inputs(const PrimGraph& g, uint32_t seed) {
+  std::vector<PrimId> none;
+  Kernel pseudo;
+  pseudo.inputs = g.inputs();
+  return random_kernel_inputs(g, pseudo, seed);
+}
+
+int run_model(const std::string& model_path, const std::vector<std::string>& shapes, const std::string& plan_path,
+              const std::vector<std::string>& input_specs, const std::string& out_dir, bool profile,
+              const OptimizeFlags& flags) {
+  ImportedModel m = import_onnx_file(model_path, import_options(shapes));
+  Plan plan = plan_path.empty() ? run_optimizer(m.graph, flags, "measured").result.korch : load_plan(m.graph, plan_path);
+  std::map<std::string, TensorData> given;
+  for (const std::string& spec : input_specs) {
+    auto eq = spec.find('=');
+    if (eq == std::string::npos) fail("--input expects NAME=FILE.pb (got '", spec, "')");
+    given[spec.substr(0, eq)] = read_tensor_file(spec.substr(eq + 1));
+  }
+  std::vector<TensorData> inputs;
+  for (TensorId t : m.graph.inputs()) {
+    const std::string& name = m.graph.tensor(t).name;
+    auto it = given.find(name);
+    if (it == given.end()) fail("no value for input '", name, "': pass --input ", name, "=FILE.pb (an ONNX TensorProto)");
+    inputs.push_back(it->second);
+    given.erase(it);
+  }
+  if (!given.empty()) fail("--input names '", given.begin()->first, "', which is not an input of the model");
+  korch::Executor runtime(m.graph, plan, flags.threads);
+  runtime.set_profiling(profile);
+  auto t0 = std::chrono::steady_clock::now();
+  std::vector<TensorData> outputs = runtime.run(inputs);
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const std::string& name = m.output_names[i];
+    std::cout << "output '" << name << "': " << dtype_name(outputs[i].dtype()) << shape_str(outputs[i].shape());
+    if (!out_dir.empty()) {
+      std::filesystem::create_directories(out_dir);
+      std::string path = out_dir + "/output_" + std::to_string(i) + ".pb";
+      write_tensor_file(path, outputs[i], name);
+      std::cout << " -> " << path;
+    }
+    std::cout << "\n";
+  }
+  std::cout << "ran " << plan.kernels.size() << " kernels in " << seconds * 1e3 << " ms (" << flags.threads
+            << " threads, first run; `korch bench` measures steady state)\n";
+  if (profile) {
+    std::cout << "\nper-kernel profile:\n";
+    const auto& t = runtime.last_timings();
+    for (size_t i = 0; i < t.size(); ++i) {
+      std::string ops;
+      for (PrimId p : plan.kernels[i].prims) ops += std::string(ops.empty() ? "" : "+") + prim_op_name(m.graph.prim(p).op);
+      std::cout << "  " << std::setw(4) << i << std::setw(10) << std::fixed << std::setprecision(3) << t[i].seconds * 1e3
+                << " ms  " << ops << "  [" << t[i].description << "]\n" << std::defaultfloat;
+    }
+  }
+  return 0;
+}
+
+// Side-by-side measurement of plans: every plan compiled once, warm-up, then interleaved
+// rounds (one run of each plan per round) so that machine noise hits all plans alike.
+int run_bench(const std::string& model_path, const std::vector<std::string>& shapes, int rounds,
+              const std::string& json_path, const OptimizeFlags& flags) {
+  ImportedModel m = import_onnx_file(model_path, import_options(shapes));
+  OptimizeRun opt = run_optimizer(m.graph, flags, "measured");
+  const OptimizeResult& r = opt.result;
+  std::vector<const Plan*> plans = {&r.per_op, &r.greedy, &r.korch};
+  std::vector<std::unique_ptr<korch::Executor>> runtimes;
+  for (const Plan* p : plans) runtimes.push_back(std::make_unique<korch::Executor>(m.graph, *p, flags.threads));
+  std::vector<TensorData> inputs = random_inputs(m.graph, 1);
+  std::vector<std::vector<double>> times(plans.size());
+  std::vector<std::vector<TensorData>> outputs(plans.size());
+  for (size_t i = 0; i < plans.size(); ++i) outputs[i] = runtimes[i]->run(inputs);  // warm-up
+  for (int round = 0; round < rounds; ++round)
+    for (size_t i = 0; i < plans.size(); ++i) {
+      auto t0 = std::chrono::steady_clock::now();
+      runtimes[i]->run(inputs);
+      times[i].push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+  // Outputs of every plan agree with the reference executor.
+  std::vector<TensorData> expected = reference::run_graph(m.graph, inputs);
+  nlohmann::json j;
+  j["model"] = model_path;
+  j["threads"] = flags.threads;
+  j["rounds"] = rounds;
+  j["cost_model"] = r.korch.cost_model;
+  std::cout << "model: " << model_path << "  threads: " << flags.threads << "  rounds: " << rounds << " (interleaved)\n"
+            << std::left << std::setw(10) << "plan" << std::setw(9) << "kernels" << std::setw(14) << "median (ms)"
+            << std::setw(18) << "p10-p90 (ms)" << std::setw(16) << "predicted (ms)" << std::setw(12) << "pred/meas"
+            << "outputs\n";
+  double korch_median = 0, greedy_median = 0;
+  for (size_t i = 0; i < plans.size(); ++i) {
+    std::vector<double> t = times[i];
+    std::sort(t.begin(), t.end());
+    double median = t[t.size() / 2], p10 = t[t.size() / 10], p90 = t[(t.size() * 9) / 10];
+    bool ok = true;
+    for (size_t o = 0; o < expected.size(); ++o) ok = ok && compare_tensors(outputs[i][o], expected[o], Tolerance{}).pass;
+    double predicted = plans[i]->predicted_seconds();
+    std::cout << std::setw(10) << plans[i]->strategy << std::setw(9) << plans[i]->kernels.size() << std::fixed
+              << std::setprecision(3) << std::setw(14) << median * 1e3 << std::setw(18)
+              << str_cat(std::fixed, std::setprecision(3), p10 * 1e3, "-", p90 * 1e3) << std::setw(16) << predicted * 1e3
+              << std::setw(12) << std::setprecision(2) << predicted / median << (ok ? "match" : "MISMATCH") << "\n"
+              << std::defaultfloat;
+    if (plans[i]->strategy == "korch") korch_median = median;
+    if (plans[i]->strategy == "greedy") greedy_median = median;
+    j["plans"][plans[i]->strategy] = {{"kernels", plans[i]->kernels.size()}, {"median_ms", median * 1e3},
+                                      {"p10_ms", p10 * 1e3},                  {"p90_ms", p90 * 1e3},
+                                      {"predicted_ms", predicted * 1e3},       {"outputs_match_reference", ok},
+                                      {"fallback_kernels", runtimes[i]->num_fallback_kernels()}};
+  }
+  std::cout << "korch vs greedy (measured): " << std::setprecision(3) << greedy_median / korch_median << "x\n";
+  j["korch_speedup_over_greedy"] = greedy_median / korch_median;
+  j["optimize_seconds"] = r.total_seconds;
+  j["candidates"] = r.num_candidates;
+  j["measured_kernels"] = r.num_measured;
+  if (!json_path.empty()) {
+    std::ofstream f(json_path);
+    if (!f) fail("cannot write '", json_path, "'");
+    f << j.dump(2) << "\n";
+    std::cout << "wrote " << json_path << "\n";
   }
   return 0;
 }
@@ -142,19 +338,26 @@ int run_calibrate(int threads, const std::string& out) {
 
 int run_check(const std::string& case_dir, const std::string& backend, const std::vector<std::string>& shapes,
               const Tolerance& tol, const std::string& plan_spec, const OptimizeFlags& flags) {
-  if (backend != "reference") fail("unknown backend '", backend, "' (available: reference)");
-  Executor exec = [&](const ImportedModel& m, const std::vector<TensorData>& inputs) {
-    if (plan_spec.empty()) return reference::run_graph(m.graph, inputs);
+  if (backend != "reference" && backend != "cpu") fail("unknown backend '", backend, "' (available: reference, cpu)");
+  ModelRunner exec = [&](const ImportedModel& m, const std::vector<TensorData>& inputs) {
+    if (plan_spec.empty() && backend == "reference") return reference::run_graph(m.graph, inputs);
     Plan plan;
     if (plan_spec == "korch" || plan_spec == "greedy" || plan_spec == "per-op" || plan_spec == "per-primitive") {
-      OptimizeResult r = run_optimizer(m.graph, flags);
+      OptimizeResult r = run_optimizer(m.graph, flags, backend == "cpu" ? "measured" : "analytic").result;
       plan = plan_spec == "korch" ? r.korch : plan_spec == "greedy" ? r.greedy : plan_spec == "per-op" ? r.per_op : r.per_primitive;
+    } else if (plan_spec.empty()) {
+      plan = run_optimizer(m.graph, flags, backend == "cpu" ? "measured" : "analytic").result.korch;
     } else {
       plan = load_plan(m.graph, plan_spec);
     }
     std::cout << "  plan: " << plan.strategy << ", " << plan.kernels.size() << " kernels, predicted "
               << plan.predicted_seconds() * 1e3 << " ms\n";
-    return reference::run_plan(m.graph, plan, inputs);
+    if (backend == "reference") return reference::run_plan(m.graph, plan, inputs);
+    korch::Executor runtime(m.graph, plan, flags.threads);
+    std::cout << "  cpu: " << plan.kernels.size() - runtime.num_fallback_kernels() << " generated kernels, "
+              << runtime.num_fallback_kernels() << " reference fallbacks, arena " << runtime.arena().arena_bytes
+              << " bytes (" << runtime.arena().total_bytes << " without reuse)\n";
+    return runtime.run(inputs);
   };
   std::cout << "case: " << case_dir << "  backend: " << backend << (plan_spec.empty() ? "" : "  plan: " + plan_spec)
             << "  tolerance: |a-b| <= " << tol.atol << " + " << tol.rtol << "*|b|\n";
@@ -183,7 +386,7 @@ int main(int argc, char** argv) {
 
   CLI::App* check = app.add_subcommand("check", "Run an ONNX test case and compare with its expected outputs");
   check->add_option("case_dir", case_dir, "Folder with model.onnx and test_data_set_N/")->required();
-  check->add_option("--backend", backend, "reference");
+  check->add_option("--backend", backend, "reference | cpu");
   check->add_option("--input-shape", shapes, "Fix an input shape: NAME=D0,D1,...");
   check->add_option("--atol", tol.atol, "Absolute tolerance (default 1e-4)");
   check->add_option("--rtol", tol.rtol, "Relative tolerance (default 1e-3)");
@@ -192,11 +395,15 @@ int main(int argc, char** argv) {
   int threads = 2;
   korch::OptimizeFlags flags;
   auto add_optimize_flags = [&](CLI::App* cmd) {
-    cmd->add_option("--cost", flags.cost, "Cost model: analytic");
+    cmd->add_option("--cost", flags.cost,
+                    "Cost model: analytic | measured (profile on this CPU; the default where the CPU backend runs)");
     cmd->add_option("--machine", flags.machine_file, "Machine figures file (default: korch calibrate's)");
     cmd->add_option("--max-kernel-prims", flags.max_kernel_prims, "Primitives per candidate kernel (default 8)");
     cmd->add_option("--max-partition-prims", flags.max_partition_prims, "Primitives per partition (default 64, max 128)");
     cmd->add_option("--time-limit", flags.time_limit, "Solver time limit per partition, seconds (default 60)");
+    cmd->add_option("--threads", flags.threads, "CPU threads (default 2)");
+    cmd->add_option("--cache", flags.cache_path, "Profile cache file (default: the user cache)");
+    cmd->add_flag("--verbose", flags.verbose, "Log every dropped kernel");
   };
   check->add_option("--plan", plan_spec, "Execute a plan: FILE | korch | greedy | per-op | per-primitive");
   add_optimize_flags(check);
@@ -208,6 +415,27 @@ int main(int argc, char** argv) {
   opt->add_option("--input-shape", shapes, "Fix an input shape: NAME=D0,D1,...");
   add_optimize_flags(opt);
 
+  std::vector<std::string> input_specs;
+  std::string out_dir;
+  bool profile = false;
+  CLI::App* runc = app.add_subcommand("run", "Run a model with a plan on the CPU");
+  runc->add_option("model", model_path, "ONNX model file")->required();
+  runc->add_option("--plan", plan_spec, "Plan file (default: optimize now)");
+  runc->add_option("--input", input_specs, "NAME=FILE.pb (ONNX TensorProto), one per input");
+  runc->add_option("--output", out_dir, "Write output_K.pb files into this folder");
+  runc->add_option("--input-shape", shapes, "Fix an input shape: NAME=D0,D1,...");
+  runc->add_flag("--profile", profile, "Print per-kernel times");
+  add_optimize_flags(runc);
+
+  int rounds = 20;
+  std::string json_path;
+  CLI::App* bench = app.add_subcommand("bench", "Measure per-op, greedy and korch plans side by side");
+  bench->add_option("model", model_path, "ONNX model file")->required();
+  bench->add_option("--rounds", rounds, "Interleaved rounds (default 20)");
+  bench->add_option("--json", json_path, "Write the results as JSON");
+  bench->add_option("--input-shape", shapes, "Fix an input shape: NAME=D0,D1,...");
+  add_optimize_flags(bench);
+
   CLI::App* cal = app.add_subcommand("calibrate", "Measure memory bandwidth and GEMM rate for the cost model");
   cal->add_option("--threads", threads, "Threads (default 2)");
   cal->add_option("-o,--output", machine_out, "Where to write the figures (default: the user cache)");
@@ -218,6 +446,8 @@ int main(int argc, char** argv) {
     if (*check) return korch::run_check(case_dir, backend, shapes, tol, plan_spec, flags);
     if (*opt) return korch::run_optimize(model_path, shapes, out_path, dot_path, flags);
     if (*cal) return korch::run_calibrate(threads, machine_out);
+    if (*bench) return korch::run_bench(model_path, shapes, std::max(rounds, 3), json_path, flags);
+    if (*runc) return korch::run_model(model_path, shapes, plan_spec, input_specs, out_dir, profile, flags);
   } catch (const korch::Error& e) {
     std::cerr << "error: " << e.what() << "\n";
     return 1;

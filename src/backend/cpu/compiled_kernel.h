@@ -1,0 +1,38 @@
+// CompiledKernel: one executable CPU kernel for one plan/candidate Kernel. It reads the
+// kernel's inputs (Kernel::inputs order; dense row-major buffers with the tensors' dtypes and
+// shapes) and writes its output buffer. Backends return nullptr (and say why) when a
+// candidate cannot be implemented as ONE kernel; such candidates are dropped.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "orchestrate/kernel.h"
+
+namespace korch::cpu {
+
+class CompiledKernel {
+ public:
+  virtual ~CompiledKernel() = default;
+  virtual void run(const std::vector<const void*>& inputs, void* output) = 0;
+  virtual std::string describe() const = 0;  // backend and schedule, for logs and plans
+};
+
+// Memory-bound kernels (no Linear primitive) as Halide 14 JIT pipelines.
+std::unique_ptr<CompiledKernel> compile_halide_kernel(const PrimGraph& g, const Kernel& k, std::string* why_not);
+// Kernels with one Linear primitive (MatMul / Conv / ConvTranspose) plus an elementwise
+// epilogue as oneDNN 2.6 primitives with post-ops.
+std::unique_ptr<CompiledKernel> compile_onednn_kernel(const PrimGraph& g, const Kernel& k, std::string* why_not);
+// Any kernel, executed by the reference interpreter (correct, slow). Used only where no
+// backend can generate a primitive on its own (so that every model still runs).
+std::unique_ptr<CompiledKernel> compile_reference_kernel(const PrimGraph& g, const Kernel& k);
+
+// The backend's choice for a kernel: oneDNN for linear kernels, Halide otherwise; nullptr
+// when neither can implement it.
+std::unique_ptr<CompiledKernel> compile_kernel(const PrimGraph& g, const Kernel& k, std::string* why_not);
+
+// Threads used by every CPU kernel (OpenMP, shared by oneDNN and Halide).
+void set_num_threads(int threads);
+int num_threads();
+
+}  // namespace korch::cpu

@@ -1,0 +1,460 @@
+// Memory-bound kernels as Halide 14 JIT pipelines. Every primitive of the kernel becomes a
+// Halide Func over its output coordinates (Halide dimension 0 is the innermost ONNX axis):
+// elementwise and layout primitives are index maps inlined into their consumers; reductions
+// and pooling windows use RDoms and are computed once (never inlined). The output is
+// vectorised along its innermost dimension and parallelised over its outermost non-unit
+// dimension. Halide runs its parallel loops on korch's OpenMP threads (custom do_par_for), so
+// oneDNN and Halide share one pool. Unsupported cases (Linear primitives, integer division,
+// select_last_index arg-reductions, cubic Resize, ...) return nullptr with the reason.
+#include <omp.h>
+
+#include <Halide.h>
+#include <map>
+
+#include "backend/cpu/compiled_kernel.h"
+#include "util/error.h"
+
+namespace korch::cpu {
+
+namespace {
+
+using Halide::Expr;
+using Halide::Func;
+using Halide::ImageParam;
+using Halide::RDom;
+using Halide::Var;
+
+struct Unsupported {
+  std::string why;
+};
+
+Halide::Type storage_type(DType t) {
+  switch (t) {
+    case DType::F32: return Halide::Float(32);
+    case DType::F64: return Halide::Float(64);
+    case DType::I64: return Halide::Int(64);
+    case DType::I32: return Halide::Int(32);
+    case DType::I8: return Halide::Int(8);
+    case DType::U8: return Halide::UInt(8);
+    case DType::Bool: return Halide::UInt(8);
+  }
+  return Halide::Float(32);
+}
+
+int omp_do_par_for(Halide::JITUserContext* ctx, int (*f)(Halide::JITUserContext*, int, uint8_t*), int min, int extent,
+                   uint8_t* closure) {
+  int result = 0;
+#pragma omp parallel for schedule(static)
+  for (int i = min; i < min + extent; ++i) {
+    int r = f(ctx, i, closure);
+    if (r != 0) {
+#pragma omp atomic write
+      result = r;
+    }
+  }
+  return result;
+}
+
+// Builds the Funcs of one kernel.
+class Generator {
+ public:
+  Generator(const PrimGraph& g, const Kernel& k) : g_(g), k_(k) {}
+
+  Func build() {
+    for (size_t i = 0; i < k_.inputs.size(); ++i) {
+      const TensorInfo& t = g_.tensor(k_.inputs[i]);
+      params_.emplace(k_.inputs[i], ImageParam(storage_type(t.dtype), static_cast<int>(t.shape.size()),
+                                               "in" + std::to_string(i)));
+    }
+    for (PrimId p : k_.prims) define(p);
+    return funcs_.at(k_.output);
+  }
+  const std::map<TensorId, ImageParam>& params() const { return params_; }
+  const std::vector<Func>& materialised() const { return materialised_; }
+
+ private:
+  static std::vector<Var> vars(size_t rank) {
+    std::vector<Var> v;
+    for (size_t i = 0; i < rank; ++i) v.emplace_back("x" + std::to_string(i));
+    return v;
+  }
+  // ONNX-order index expressions for Halide vars (x0 innermost).
+  static std::vector<Expr> onnx_index(const std::vector<Var>& v) {
+    std::vector<Expr> idx(v.size());
+    for (size_t a = 0; a < v.size(); ++a) idx[a] = v[v.size() - 1 - a];
+    return idx;
+  }
+  // Value of tensor t at ONNX index `idx` (in range).
+  Expr at(TensorId t, const std::vector<Expr>& idx) {
+    std::vector<Expr> rev(idx.rbegin(), idx.rend());
+    auto f = funcs_.find(t);
+    if (f != funcs_.end()) return rev.empty() ? f->second() : f->second(rev);
+    ImageParam& p = params_.at(t);
+    return rev.empty() ? p() : p(rev);
+  }
+  // Value of tensor t broadcast to an output of rank `out_rank` at `idx`.
+  Expr broadcast_at(TensorId t, const std::vector<Expr>& idx) {
+    const Shape& s = g_.tensor(t).shape;
+    size_t shift = idx.size() - s.size();
+    std::vector<Expr> in(s.size());
+    for (size_t j = 0; j < s.size(); ++j) in[j] = s[j] == 1 ? Expr(0) : idx[shift + j];
+    return at(t, in);
+  }
+  Expr as_bool(Expr e) { return e.type().is_bool() ? e : e != Halide::cast(e.type(), 0); }
+  Expr store(Expr e, DType t) {
+    if (e.type().is_bool()) return Halide::select(e, Halide::cast(storage_type(t), 1), Halide::cast(storage_type(t), 0));
+    return Halide::cast(storage_type(t), e);
+  }
+
+  void define(PrimId p) {
+    const Primitive& prim = g_.prim(p);
+    const TensorInfo& out = g_.tensor(prim.output);
+    std::vector<Var> v = vars(out.shape.size());
+    std::vector<Expr> idx = onnx_index(v);
+    Func f("p" + std::to_string(p) + "_" + prim_op_name(prim.op));
+    Expr value;
+    switch (prim_kind(prim.op)) {
+      case PrimKind::Elementwise: value = elementwise(prim, idx, out.dtype); break;
+      case PrimKind::Reduce: value = reduce(prim, idx, out); break;
+      case PrimKind::Broadcast: value = broadcast_at(prim.inputs[0], idx); break;
+      case PrimKind::Layout: value = layout(prim, idx); break;
+      case PrimKind::Window: value = window(prim, idx); break;
+      case PrimKind::Linear: throw Unsupported{"Linear primitives belong to oneDNN kernels"};
+    }
+    std::vector<Halide::Var> hv(v.begin(), v.end());
+    if (hv.empty()) f() = store(value, out.dtype);
+    else f(hv) = store(value, out.dtype);
+    if (prim_kind(prim.op) == PrimKind::Reduce || prim_kind(prim.op) == PrimKind::Window) {
+      if (prim.output != k_.output) materialised_.push_back(f);
+    }
+    funcs_.emplace(prim.output, f);
+  }
+
+  Expr elementwise(const Primitive& prim, const std::vector<Expr>& idx, DType out_dtype) {
+    std::vector<Expr> a;
+    for (TensorId t : prim.inputs) a.push_back(broadcast_at(t, idx));
+    DType in_dtype = g_.tensor(prim.inputs[0]).dtype;
+    bool fp = is_floating(in_dtype);
+    Halide::Type ty = a[0].type();
+    auto need_float = [&] {
+      if (!fp) throw Unsupported{str_cat(prim_op_name(prim.op), " on integers")};
+    };
+    switch (prim.op) {
+      case PrimOp::Neg: return -a[0];
+      case PrimOp::Abs: return Halide::cast(ty, Halide::abs(a[0]));
+      case PrimOp::Exp: need_float(); return Halide::exp(a[0]);
+      case PrimOp::Log: need_float(); return Halide::log(a[0]);
+      case PrimOp::Sqrt: need_float(); return Halide::sqrt(a[0]);
+      case PrimOp::Reciprocal: need_float(); return Halide::cast(ty, 1) / a[0];
+      case PrimOp::Sin: need_float(); return Halide::sin(a[0]);
+      case PrimOp::Cos: need_float(); return Halide::cos(a[0]);
+      case PrimOp::Tanh: need_float(); return Halide::tanh(a[0]);
+      case PrimOp::Sigmoid: need_float(); return Halide::cast(ty, 1) / (Halide::cast(ty, 1) + Halide::exp(-a[0]));
+      case PrimOp::Erf: need_float(); return Halide::erf(a[0]);
+      case PrimOp::Floor: return fp ? Halide::floor(a[0]) : a[0];
+      case PrimOp::Ceil: return fp ? Halide::ceil(a[0]) : a[0];
+      case PrimOp::Round: return fp ? Halide::round(a[0]) : a[0];
+      case PrimOp::Sign:
+        return Halide::select(a[0] > Halide::cast(ty, 0), Halide::cast(ty, 1),
+                              Halide::select(a[0] < Halide::cast(ty, 0), Halide::cast(ty, -1), Halide::cast(ty, 0)));
+      case PrimOp::Not: return !as_bool(a[0]);
+      case PrimOp::Relu: return Halide::max(a[0], Halide::cast(ty, 0));
+      case PrimOp::Copy: return a[0];
+      case PrimOp::Cast:
+        if (out_dtype == DType::Bool) return as_bool(a[0]);
+        if (in_dtype == DType::Bool) return Halide::cast(storage_type(out_dtype), a[0]);
+        return Halide::cast(storage_type(out_dtype), a[0]);
+      case PrimOp::Add: return a[0] + a[1];
+      case PrimOp::Sub: return a[0] - a[1];
+      case PrimOp::Mul: return a[0] * a[1];
+      case PrimOp::Div:
+        if (!fp) throw Unsupported{"integer division (Halide rounds toward -inf, ONNX toward 0)"};
+        return a[0] / a[1];
+      case PrimOp::Pow:
+        if (!fp || !is_floating(g_.tensor(prim.inputs[1]).dtype)) throw Unsupported{"integer Pow"};
+        return Halide::pow(a[0], a[1]);
+      case PrimOp::Max: return Halide::max(a[0], a[1]);
+      case PrimOp::Min: return Halide::min(a[0], a[1]);
+      case PrimOp::Mod: {
+        if (!fp) throw Unsupported{"integer Mod"};
+        Expr r = a[0] - a[1] * Halide::trunc(a[0] / a[1]);
+        if (prim.attrs.i_or("fmod", 0)) return r;
+        return Halide::select(r != 0 && ((r < 0) != (a[1] < 0)), r + a[1], r);
+      }
+      case PrimOp::Equal: return a[0] == a[1];
+      case PrimOp::Less: return a[0] < a[1];
+      case PrimOp::Greater: return a[0] > a[1];
+      case PrimOp::LessEqual: return a[0] <= a[1];
+      case PrimOp::GreaterEqual: return a[0] >= a[1];
+      case PrimOp::And: return as_bool(a[0]) && as_bool(a[1]);
+      case PrimOp::Or: return as_bool(a[0]) || as_bool(a[1]);
+      case PrimOp::Xor: return as_bool(a[0]) != as_bool(a[1]);
+      case PrimOp::Where: return Halide::select(as_bool(a[0]), a[1], a[2]);
+      default: break;
+    }
+    throw Unsupported{str_cat("elementwise ", prim_op_name(prim.op))};
+  }
+
+  Expr reduce(const Primitive& prim, const std::vector<Expr>& idx, const TensorInfo& out) {
+    TensorId x = prim.inputs[0];
+    const Shape& s = g_.tensor(x).shape;
+    if (prim.op == PrimOp::ArgMax || prim.op == PrimOp::ArgMin) {
+      if (prim.attrs.i_or("select_last_index", 0)) throw Unsupported{"select_last_index"};
+      int64_t axis = prim.attrs.i("axis");
+      bool keep = prim.attrs.i("keepdims") != 0;
+      RDom r(0, static_cast<int>(s[axis]));
+      std::vector<Expr> in;
+      size_t o = 0;
+      for (size_t a = 0; a < s.size(); ++a) {
+        if (static_cast<int64_t>(a) == axis) {
+          in.push_back(r.x);
+          if (keep) ++o;
+        } else {
+          in.push_back(idx[o++]);
+        }
+      }
+      Expr v = at(x, in);
+      Halide::Tuple t = prim.op == PrimOp::ArgMax ? Halide::argmax(r, v) : Halide::argmin(r, v);
+      return Halide::cast(Halide::Int(64), t[0]);
+    }
+    const auto& axes = prim.attrs.ints("axes");
+    bool keep = prim.attrs.i("keepdims") != 0;
+    Halide::Region ranges;
+    for (int64_t a : axes) ranges.emplace_back(0, static_cast<int>(s[a]));
+    if (ranges.empty()) throw Unsupported{"reduction over no axes"};
+    RDom r(ranges);
+    std::vector<Expr> in;
+    size_t o = 0, ri = 0;
+    for (size_t a = 0; a < s.size(); ++a) {
+      if (std::find(axes.begin(), axes.end(), static_cast<int64_t>(a)) != axes.end()) {
+        in.push_back(r[static_cast<int>(ri++)]);
+        if (keep) ++o;
+      } else {
+        in.push_back(idx[o++]);
+      }
+    }
+    Expr v = at(x, in);
+    if (v.type().is_float() && v.type().bits() < 32) v = Halide::cast(Halide::Float(32), v);
+    double count = 1;
+    for (int64_t a : axes) count *= static_cast<double>(s[a]);
+    switch (prim.op) {
+      case PrimOp::ReduceSum: return Halide::sum(r, v);
+      case PrimOp::ReduceMean:
+        if (!is_floating(out.dtype)) throw Unsupported{"integer mean"};
+        return Halide::sum(r, v) / Halide::cast(v.type(), Expr(static_cast<float>(count)));
+      case PrimOp::ReduceMax: return Halide::maximum(r, v);
+      case PrimOp::ReduceMin: return Halide::minimum(r, v);
+      case PrimOp::ReduceProd: return Halide::product(r, v);
+      default: break;
+    }
+    throw Unsupported{str_cat("reduction ", prim_op_name(prim.op))};
+  }
+
+  Expr layout(const Primitive& prim, const std::vector<Expr>& idx) {
+    TensorId x = prim.inputs[0];
+    const Shape& s = g_.tensor(x).shape;
+    const Attrs& a = prim.attrs;
+    switch (prim.op) {
+      case PrimOp::Transpose: {
+        const auto& perm = a.ints("perm");
+        std::vector<Expr> in(s.size());
+        for (size_t j = 0; j < perm.size(); ++j) in[perm[j]] = idx[j];
+        return at(x, in);
+      }
+      case PrimOp::Reshape: {
+        const Shape& o = g_.tensor(prim.output).shape;
+        // Linear index in the output, then coordinates in the input.
+        Expr lin = 0;
+        std::vector<int64_t> os = strides_of(o), is = strides_of(s);
+        for (size_t j = 0; j < o.size(); ++j)
+          if (o[j] != 1) lin = lin + idx[j] * static_cast<int>(os[j]);
+        std::vector<Expr> in(s.size());
+        for (size_t j = 0; j < s.size(); ++j)
+          in[j] = s[j] == 1 ? Expr(0) : (lin / static_cast<int>(is[j])) % static_cast<int>(s[j]);
+        return at(x, in);
+      }
+      case PrimOp::Slice: {
+        const auto& st = a.ints("starts");
+        const auto& sp = a.ints("steps");
+        std::vector<Expr> in(s.size());
+        for (size_t j = 0; j < s.size(); ++j) in[j] = static_cast<int>(st[j]) + idx[j] * static_cast<int>(sp[j]);
+        return at(x, in);
+      }
+      case PrimOp::Concat: {
+        int64_t axis = a.i("axis");
+        Expr value;
+        int64_t offset = 0;
+        std::vector<std::pair<Expr, Expr>> cases;
+        for (TensorId t : prim.inputs) {
+          int64_t len = g_.tensor(t).shape[axis];
+          std::vector<Expr> in = idx;
+          in[axis] = Halide::clamp(idx[axis] - static_cast<int>(offset), 0, static_cast<int>(std::max<int64_t>(len - 1, 0)));
+          if (len > 0) cases.emplace_back(idx[axis] < static_cast<int>(offset + len), at(t, in));
+          offset += len;
+        }
+        value = cases.back().second;
+        for (int i = static_cast<int>(cases.size()) - 2; i >= 0; --i) value = Halide::select(cases[i].first, cases[i].second, value);
+        return value;
+      }
+      case PrimOp::Pad: {
+        const auto& pads = a.ints("pads");
+        const std::string& mode = a.s("mode");
+        size_t r = s.size();
+        std::vector<Expr> in(r);
+        Expr inside = Halide::cast(Halide::Bool(), true);
+        for (size_t j = 0; j < r; ++j) {
+          Expr c = idx[j] - static_cast<int>(pads[j]);
+          int n = static_cast<int>(s[j]);
+          if (mode == "constant") {
+            inside = inside && c >= 0 && c < n;
+            in[j] = Halide::clamp(c, 0, n - 1);
+          } else if (mode == "edge") {
+            in[j] = Halide::clamp(c, 0, n - 1);
+          } else {
+            if (n == 1) {
+              in[j] = 0;
+            } else {
+              int period = 2 * (n - 1);
+              Expr m = ((c % period) + period) % period;
+              in[j] = Halide::clamp(Halide::select(m >= n, period - m, m), 0, n - 1);  // clamp: tells bounds inference
+            }
+          }
+        }
+        Expr v = at(x, in);
+        if (mode != "constant") return v;
+        return Halide::select(inside, v, Halide::cast(v.type(), Expr(static_cast<float>(a.f("value")))));
+      }
+      case PrimOp::Gather: {
+        int64_t axis = a.i("axis");
+        TensorId indices = prim.inputs[1];
+        size_t ir = g_.tensor(indices).shape.size();
+        std::vector<Expr> iidx(idx.begin() + axis, idx.begin() + axis + ir);
+        Expr j = Halide::cast(Halide::Int(32), at(indices, iidx));
+        int len = static_cast<int>(s[axis]);
+        j = Halide::clamp(Halide::select(j < 0, j + len, j), 0, len - 1);
+        std::vector<Expr> in(idx.begin(), idx.begin() + axis);
+        in.push_back(j);
+        in.insert(in.end(), idx.begin() + axis + ir, idx.end());
+        return at(x, in);
+      }
+      default: break;
+    }
+    throw Unsupported{str_cat("layout ", prim_op_name(prim.op))};
+  }
+
+  Expr window(const Primitive& prim, const std::vector<Expr>& idx) {
+    TensorId x = prim.inputs[0];
+    const Shape& s = g_.tensor(x).shape;
+    const Attrs& a = prim.attrs;
+    const auto& k = a.ints("kernel");
+    const auto& st = a.ints("strides");
+    const auto& pd = a.ints("pads");
+    const auto& dl = a.ints("dilations");
+    size_t nsp = k.size();
+    Halide::Region ranges;
+    for (size_t i = 0; i < nsp; ++i) ranges.emplace_back(0, static_cast<int>(k[i]));
+    RDom r(ranges);
+    std::vector<Expr> in = {idx[0], idx[1]};
+    Expr inside = Halide::cast(Halide::Bool(), true), in_padded = Halide::cast(Halide::Bool(), true);
+    for (size_t i = 0; i < nsp; ++i) {
+      Expr c = idx[2 + i] * static_cast<int>(st[i]) - static_cast<int>(pd[i]) + r[static_cast<int>(i)] * static_cast<int>(dl[i]);
+      int n = static_cast<int>(s[2 + i]);
+      inside = inside && c >= 0 && c < n;
+      in_padded = in_padded && c < n + static_cast<int>(pd[nsp + i]);
+      in.push_back(Halide::clamp(c, 0, n - 1));
+    }
+    Expr v = at(x, in);
+    if (prim.op == PrimOp::MaxPool) return Halide::maximum(r, Halide::select(inside, v, v.type().min()));
+    Expr total = Halide::sum(r, Halide::select(inside, v, Halide::cast(v.type(), 0)));
+    Expr count = Halide::sum(r, Halide::select(a.i_or("count_include_pad", 0) ? in_padded : inside, 1, 0));
+    return total / Halide::cast(v.type(), Halide::max(count, 1));
+  }
+
+  const PrimGraph& g_;
+  const Kernel& k_;
+  std::map<TensorId, ImageParam> params_;
+  std::map<TensorId, Func> funcs_;
+  std::vector<Func> materialised_;
+};
+
+Halide::Buffer<> wrap(const TensorInfo& t, const void* data) {
+  std::vector<int> dims(t.shape.rbegin(), t.shape.rend());
+  return Halide::Buffer<>(storage_type(t.dtype), const_cast<void*>(data), dims);
+}
+
+class HalideKernel : public CompiledKernel {
+ public:
+  HalideKernel(const PrimGraph& g, const Kernel& k, Halide::Pipeline pipeline, std::vector<ImageParam> params,
+               std::string description)
+      : pipeline_(std::move(pipeline)), params_(std::move(params)), description_(std::move(description)) {
+    for (TensorId t : k.inputs) inputs_.push_back(g.tensor(t));
+    output_ = g.tensor(k.output);
+  }
+  void run(const std::vector<const void*>& inputs, void* output) override {
+    for (size_t i = 0; i < params_.size(); ++i) params_[i].set(wrap(inputs_[i], inputs[i]));
+    Halide::Buffer<> out = wrap(output_, output);
+    pipeline_.realize(Halide::Realization({out}));
+  }
+  std::string describe() const override { return description_; }
+
+ private:
+  Halide::Pipeline pipeline_;
+  std::vector<ImageParam> params_;
+  std::vector<TensorInfo> inputs_;
+  TensorInfo output_;
+  std::string description_;
+};
+
+// Vectorise the innermost dimension, parallelise the outermost non-unit one.
+std::string schedule_output(Func& f, const Shape& shape, int vector) {
+  int rank = static_cast<int>(shape.size());
+  if (rank == 0) return "scalar";
+  std::vector<Var> v = f.args();
+  std::string s;
+  if (shape.back() >= vector) {
+    f.vectorize(v[0], vector, Halide::TailStrategy::GuardWithIf);
+    s += "vectorize " + std::to_string(vector);
+  }
+  for (int a = 0; a < rank - 1; ++a)
+    if (shape[a] > 1) {
+      f.parallel(v[rank - 1 - a]);
+      s += std::string(s.empty() ? "" : ", ") + "parallel axis " + std::to_string(a);
+      break;
+    }
+  return s.empty() ? "serial" : s;
+}
+
+}  // namespace
+
+std::unique_ptr<CompiledKernel> compile_halide_kernel(const PrimGraph& g, const Kernel& k, std::string* why_not) {
+  if (k.num_linear > 0) {
+    if (why_not) *why_not = "kernel has a Linear primitive";
+    return nullptr;
+  }
+  try {
+    Generator gen(g, k);
+    Func out = gen.build();
+    Halide::Target target = Halide::get_jit_target_from_environment();
+    int vector = std::max(4, target.natural_vector_size(storage_type(g.tensor(k.output).dtype)));
+    std::string schedule = schedule_output(out, g.tensor(k.output).shape, vector);
+    for (Func f : gen.materialised()) {
+      f.compute_root();
+      std::vector<Var> v = f.args();
+      if (!v.empty()) f.parallel(v.back());
+    }
+    Halide::Pipeline pipeline(out);
+    pipeline.jit_handlers().custom_do_par_for = omp_do_par_for;
+    pipeline.compile_jit(target);
+    std::vector<ImageParam> params;
+    for (TensorId t : k.inputs) params.push_back(gen.params().at(t));
+    return std::make_unique<HalideKernel>(g, k, std::move(pipeline), std::move(params),
+                                          str_cat("halide: ", schedule, gen.materialised().empty() ? "" : ", reductions compute_root"));
+  } catch (const Unsupported& u) {
+    if (why_not) *why_not = u.why;
+  } catch (const Halide::Error& e) {
+    if (why_not) *why_not = str_cat("Halide: ", e.what());
+  }
+  return nullptr;
+}
+
+}  // namespace korch::cpu

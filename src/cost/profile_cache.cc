@@ -1,0 +1,754 @@
+// ProfileCache implementation. See profile_cache.h for the guarantees.
+//
+// Opening a file-backed cache, under an exclusive flock on PATH.lock:
+//   1. the file, if present, must be a regular file with the SQLite header; an empty one is
+//      unusable, and so is a closed WAL-mode file shorter than its header says (check_file);
+//   2. `PRAGMA quick_check` must answer "ok" (SQLITE_CORRUPT / SQLITE_NOTADB also mean unusable);
+//   3. a database without tables is initialised; otherwise `meta` must hold our magic and
+//      schema version, and every table definition must equal the one this korch creates.
+// An unusable file is closed, renamed aside with its side files, and step 1 runs again on the
+// now absent file. Any other failure is an environment problem and becomes a korch::Error.
+// Each row also carries a checksum of its key and entry, verified on lookup.
+#include "cost/profile_cache.h"
+
+#include <fcntl.h>
+#include <pwd.h>
+#include <sqlite3.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <limits>
+#include <thread>
+
+#include "util/error.h"
+
+namespace korch {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kMagic = "korch-profile-cache";
+constexpr int kSchemaVersion = 1;
+constexpr int kBusyTimeoutMs = 5000;
+constexpr int kLockTimeoutMs = 30000;
+
+// ---- SQLite RAII and error plumbing -------------------------------------------------------
+
+struct DbCloser {
+  void operator()(sqlite3* db) const { sqlite3_close_v2(db); }
+};
+struct StmtFinalizer {
+  void operator()(sqlite3_stmt* s) const { sqlite3_finalize(s); }
+};
+using DbHandle = std::unique_ptr<sqlite3, DbCloser>;
+using Stmt = std::unique_ptr<sqlite3_stmt, StmtFinalizer>;
+
+// A failed SQLite call; internal, always caught and turned into a korch::Error or a warning.
+struct SqliteFailure {
+  int code;  // extended result code
+  std::string message;
+};
+
+// The file is not a usable cache (damaged or foreign); internal.
+struct Unusable {
+  std::string reason;
+};
+
+// A row whose checksum does not match; internal.
+struct DamagedRow {};
+
+// The file is a cache of a newer schema; internal.
+struct NewerSchema {
+  int version;
+};
+
+bool is_damage(int code) {
+  int primary = code & 0xff;
+  return primary == SQLITE_CORRUPT || primary == SQLITE_NOTADB || code == SQLITE_IOERR_SHORT_READ;
+}
+
+[[noreturn]] void throw_sqlite(sqlite3* db, int rc, const std::string& what) {
+  int code = db ? sqlite3_extended_errcode(db) : rc;
+  std::string msg = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+  throw SqliteFailure{code, what + ": " + msg};
+}
+
+void exec(sqlite3* db, const char* sql, const std::string& what) {
+  int rc = sqlite3_exec(db, sql, nullptr, nullptr, nullptr);
+  if (rc != SQLITE_OK) throw_sqlite(db, rc, what);
+}
+
+Stmt prepare(sqlite3* db, const char* sql, const std::string& what) {
+  sqlite3_stmt* raw = nullptr;
+  int rc = sqlite3_prepare_v3(db, sql, -1, SQLITE_PREPARE_PERSISTENT, &raw, nullptr);
+  Stmt stmt(raw);
+  if (rc != SQLITE_OK) throw_sqlite(db, rc, what);
+  return stmt;
+}
+
+// Resets a statement and clears its bindings at scope exit, so a failed step never leaves it
+// holding a read transaction open.
+class StmtUse {
+ public:
+  explicit StmtUse(sqlite3_stmt* s) : s_(s) {}
+  ~StmtUse() {
+    sqlite3_reset(s_);
+    sqlite3_clear_bindings(s_);
+  }
+  StmtUse(const StmtUse&) = delete;
+  StmtUse& operator=(const StmtUse&) = delete;
+
+ private:
+  sqlite3_stmt* s_;
+};
+
+// true: a row is ready; false: done.
+bool step(sqlite3* db, sqlite3_stmt* s, const std::string& what) {
+  int rc = sqlite3_step(s);
+  if (rc == SQLITE_ROW) return true;
+  if (rc == SQLITE_DONE) return false;
+  throw_sqlite(db, rc, what);
+}
+
+std::string column_text(sqlite3_stmt* s, int i) {
+  const unsigned char* p = sqlite3_column_text(s, i);
+  return p ? std::string(reinterpret_cast<const char*>(p), sqlite3_column_bytes(s, i)) : std::string();
+}
+
+void bind_text(sqlite3* db, sqlite3_stmt* s, int i, const std::string& v) {
+  int rc = sqlite3_bind_text64(s, i, v.data(), v.size(), SQLITE_TRANSIENT, SQLITE_UTF8);
+  if (rc != SQLITE_OK) throw_sqlite(db, rc, "binding a parameter");
+}
+
+std::string hash_hex(uint64_t h) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016" PRIx64, h);
+  return buf;
+}
+
+void bind_key(sqlite3* db, sqlite3_stmt* s, const ProfileKey& k) {
+  bind_text(db, s, 1, hash_hex(k.structural_hash));
+  bind_text(db, s, 2, k.backend);
+  bind_text(db, s, 3, k.target);
+  bind_text(db, s, 4, k.versions);
+}
+
+// FNV-1a over the key and the entry. Stored with each row and checked on lookup, so damage
+// inside a row's bytes (which `quick_check` does not look at) reads as a miss, never as a
+// wrong entry.
+int64_t row_checksum(const ProfileKey& k, const ProfileEntry& e) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  auto mix = [&h](const void* data, size_t n) {
+    const auto* p = static_cast<const unsigned char*>(data);
+    for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 0x100000001b3ull;
+  };
+  auto mix_str = [&](const std::string& v) {
+    uint64_t n = v.size();
+    mix(&n, sizeof n);
+    mix(v.data(), v.size());
+  };
+  mix(&k.structural_hash, sizeof k.structural_hash);
+  mix_str(k.backend);
+  mix_str(k.target);
+  mix_str(k.versions);
+  unsigned char flags = (e.implementable ? 1 : 0) | (e.verified ? 2 : 0);
+  mix(&flags, 1);
+  // As SQLite gives it back: NaN is stored as NULL, -0.0 as the integer 0.
+  double m = std::isnan(e.median_seconds) ? std::numeric_limits<double>::quiet_NaN()
+             : e.median_seconds == 0      ? 0.0
+                                          : e.median_seconds;
+  uint64_t bits = 0;
+  if (!std::isnan(m)) std::memcpy(&bits, &m, sizeof bits);
+  mix(&bits, sizeof bits);
+  int64_t samples = e.samples;
+  mix(&samples, sizeof samples);
+  mix_str(e.description);
+  int64_t out;
+  std::memcpy(&out, &h, sizeof out);
+  return out;
+}
+
+// ---- Files ---------------------------------------------------------------------------------
+
+// Exclusive flock on a side file, held while a cache file is checked, repaired or created.
+class FileLock {
+ public:
+  explicit FileLock(const std::string& lock_path) {
+    fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd_ < 0) {
+      fail("cannot create the profile cache lock file ", lock_path, ": ", std::strerror(errno),
+           " (is the directory writable? set KORCH_CACHE_DIR to use another one)");
+    }
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kLockTimeoutMs);
+    while (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+      int err = errno;
+      if (err != EWOULDBLOCK && err != EINTR) {
+        ::close(fd_);
+        fail("cannot lock the profile cache lock file ", lock_path, ": ", std::strerror(err));
+      }
+      if (std::chrono::steady_clock::now() > deadline) {
+        ::close(fd_);
+        fail("timed out after ", kLockTimeoutMs / 1000, " s waiting for the lock on ", lock_path,
+             " (another korch process is opening the profile cache)");
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+  ~FileLock() { ::close(fd_); }  // closing releases the flock
+  FileLock(const FileLock&) = delete;
+  FileLock& operator=(const FileLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+
+uint32_t be32(const unsigned char* p) {
+  return uint32_t{p[0]} << 24 | uint32_t{p[1]} << 16 | uint32_t{p[2]} << 8 | uint32_t{p[3]};
+}
+
+// Throws Unusable for a file that cannot be an SQLite database, korch::Error for one that
+// cannot be read. An absent file is fine (it will be created).
+//
+// For a WAL-mode file without a -wal file, nobody has the database open (a WAL connection
+// keeps the -wal file until the last one closes, and korch processes open under our flock), so
+// the file is stable and its size must match its header: this catches a cut-off tail, which
+// `quick_check` can miss when only cell content (not page structure) is lost.
+void check_file(const std::string& path) {
+  std::error_code ec;
+  fs::file_status st = fs::status(path, ec);
+  if (ec && ec != std::errc::no_such_file_or_directory) {
+    fail("cannot access the profile cache ", path, ": ", ec.message());
+  }
+  if (!fs::exists(st)) return;
+  if (!fs::is_regular_file(st)) fail("the profile cache path ", path, " exists but is not a regular file");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail("cannot read the profile cache ", path, ": ", std::strerror(errno));
+  unsigned char header[100] = {};
+  in.read(reinterpret_cast<char*>(header), sizeof header);
+  std::streamsize got = in.gcount();
+  in.close();
+  if (got == 0) throw Unusable{"the file is empty"};
+  static const char kSqliteHeader[16] = "SQLite format 3";  // 15 chars + NUL
+  if (got < 16 || std::memcmp(header, kSqliteHeader, 16) != 0) {
+    throw Unusable{"the file is not an SQLite database"};
+  }
+  if (got < static_cast<std::streamsize>(sizeof header)) throw Unusable{"the file is truncated inside its header"};
+  bool wal_mode = header[18] == 2 && header[19] == 2;
+  if (!wal_mode || fs::exists(fs::symlink_status(path + "-wal", ec))) return;
+  uint32_t page_size = header[16] << 8 | header[17];
+  if (page_size == 1) page_size = 65536;
+  if (page_size < 512 || (page_size & (page_size - 1)) != 0) throw Unusable{"the file has an invalid page size"};
+  uintmax_t size = fs::file_size(path, ec);
+  if (ec) fail("cannot read the size of the profile cache ", path, ": ", ec.message());
+  if (size % page_size != 0) {
+    throw Unusable{
+        str_cat("the file is truncated (", size, " bytes is not a whole number of ", page_size, "-byte pages)")};
+  }
+  uint32_t pages = be32(header + 28);
+  bool pages_valid = pages != 0 && be32(header + 24) == be32(header + 92);
+  if (pages_valid && size < uintmax_t{pages} * page_size) {
+    throw Unusable{
+        str_cat("the file is truncated (", size, " bytes, its header says ", uintmax_t{pages} * page_size, ")")};
+  }
+}
+
+bool path_taken(const std::string& p) {
+  std::error_code ec;
+  return fs::exists(fs::symlink_status(p, ec));
+}
+
+// Renames `path` (and its -wal/-shm/-journal side files, so a stale journal can never be replayed
+// into the new database) to PATH.corrupt-<n>; returns the new name.
+std::string move_aside(const std::string& path) {
+  static const char* const kSideSuffixes[] = {"-wal", "-shm", "-journal"};
+  std::string aside;
+  for (int n = 1;; ++n) {
+    aside = str_cat(path, ".corrupt-", n);
+    bool free = !path_taken(aside);
+    for (const char* suffix : kSideSuffixes) free = free && !path_taken(aside + suffix);
+    if (free) break;
+  }
+  std::error_code ec;
+  if (path_taken(path)) {
+    fs::rename(path, aside, ec);
+    if (ec) fail("cannot move the damaged profile cache ", path, " aside to ", aside, ": ", ec.message());
+  }
+  for (const char* suffix : kSideSuffixes) {
+    std::string side = path + suffix;
+    if (!path_taken(side)) continue;
+    fs::rename(side, aside + suffix, ec);
+    if (ec) {
+      std::error_code ec2;
+      fs::remove(side, ec2);
+      if (ec2) fail("cannot move the profile cache side file ", side, " aside: ", ec.message());
+    }
+  }
+  return aside;
+}
+
+// ---- Schema --------------------------------------------------------------------------------
+
+constexpr const char* kCreateSchema = R"sql(
+CREATE TABLE meta(
+  key TEXT PRIMARY KEY NOT NULL,
+  value TEXT NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE profiles(
+  structural_hash TEXT NOT NULL,   -- 16 lowercase hex digits
+  backend TEXT NOT NULL,
+  target TEXT NOT NULL,
+  versions TEXT NOT NULL,
+  implementable INTEGER NOT NULL,
+  verified INTEGER NOT NULL,
+  median_seconds REAL,             -- NULL for NaN
+  samples INTEGER NOT NULL,
+  description TEXT NOT NULL,
+  checksum INTEGER NOT NULL,       -- row_checksum() of the key and the entry, as int64 bits
+  stored_at INTEGER NOT NULL,      -- unix seconds
+  PRIMARY KEY(structural_hash, backend, target, versions)
+) WITHOUT ROWID;
+)sql";
+
+}  // namespace
+
+struct ProfileCache::Db {
+  DbHandle handle;
+  Stmt lookup, upsert, count, begin, commit, rollback;
+  sqlite3* get() const { return handle.get(); }
+};
+
+namespace {
+
+void create_schema(sqlite3* db) {
+  exec(db, "BEGIN IMMEDIATE", "starting the schema transaction");
+  try {
+    // Checked again inside the write transaction, in case another writer got there first.
+    Stmt n = prepare(db, "SELECT count(*) FROM sqlite_schema", "reading the schema");
+    step(db, n.get(), "reading the schema");
+    bool empty = sqlite3_column_int64(n.get(), 0) == 0;
+    n.reset();
+    if (empty) {
+      exec(db, kCreateSchema, "creating the tables");
+      std::string meta = str_cat("INSERT INTO meta(key, value) VALUES('magic', '", kMagic, "'), ('schema_version', '",
+                                 kSchemaVersion, "')");
+      exec(db, meta.c_str(), "writing the meta table");
+    }
+    exec(db, "COMMIT", "committing the schema");
+  } catch (...) {
+    sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
+    throw;
+  }
+}
+
+// Every table/index definition in `db` except SQLite's own, one per line, as SQLite stored it.
+std::string schema_listing(sqlite3* db) {
+  Stmt q = prepare(db,
+                   "SELECT type, name, tbl_name, sql FROM sqlite_schema WHERE name NOT LIKE 'sqlite\\_%' ESCAPE '\\' "
+                   "ORDER BY type, name",
+                   "reading the schema");
+  std::string out;
+  while (step(db, q.get(), "reading the schema")) {
+    for (int i = 0; i < 4; ++i) out += column_text(q.get(), i) + (i < 3 ? "|" : "\n");
+  }
+  return out;
+}
+
+DbHandle open_handle(const std::string& path);
+
+// The listing of a database freshly created by this korch.
+const std::string& expected_schema_listing() {
+  static const std::string listing = [] {
+    DbHandle db = open_handle(":memory:");
+    create_schema(db.get());
+    return schema_listing(db.get());
+  }();
+  return listing;
+}
+
+// Throws Unusable when `db` is not a korch profile cache of our schema, NewerSchema for a newer
+// one. Prepare errors here mean a foreign layout, not an environment problem.
+void check_schema(sqlite3* db) {
+  auto foreign = [&](const std::string& why) { throw Unusable{"not a korch profile cache: " + why}; };
+  Stmt has_meta;
+  try {
+    has_meta =
+        prepare(db, "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'meta'", "reading the schema");
+  } catch (const SqliteFailure& f) {
+    if ((f.code & 0xff) == SQLITE_ERROR) foreign(f.message);
+    throw;
+  }
+  step(db, has_meta.get(), "reading the schema");
+  if (sqlite3_column_int64(has_meta.get(), 0) == 0) foreign("it has no meta table");
+  has_meta.reset();
+
+  std::optional<std::string> magic, version;
+  try {
+    Stmt q =
+        prepare(db, "SELECT key, value FROM meta WHERE key IN ('magic', 'schema_version')", "reading the meta table");
+    while (step(db, q.get(), "reading the meta table")) {
+      std::string k = column_text(q.get(), 0);
+      (k == "magic" ? magic : version) = column_text(q.get(), 1);
+    }
+  } catch (const SqliteFailure& f) {
+    if ((f.code & 0xff) == SQLITE_ERROR) foreign("unexpected meta table: " + f.message);
+    throw;
+  }
+  if (magic != std::string(kMagic)) foreign("its meta table has no korch magic string");
+  int v = 0;
+  try {
+    size_t used = 0;
+    v = version ? std::stoi(*version, &used) : -1;
+    if (version && used != version->size()) v = -1;
+  } catch (const std::exception&) {
+    v = -1;
+  }
+  if (v <= 0) throw Unusable{"its schema version is missing or invalid"};
+  if (v < kSchemaVersion)
+    throw Unusable{str_cat("it has the old schema version ", v, " (this korch uses ", kSchemaVersion, ")")};
+  if (v > kSchemaVersion) throw NewerSchema{v};
+  if (schema_listing(db) != expected_schema_listing()) {
+    throw Unusable{str_cat("its tables differ from the schema version ", kSchemaVersion, " layout")};
+  }
+}
+
+void prepare_statements(ProfileCache::Db& d) {
+  sqlite3* db = d.get();
+  d.lookup = prepare(db,
+                     "SELECT implementable, verified, median_seconds, samples, description, checksum FROM profiles "
+                     "WHERE structural_hash = ?1 AND backend = ?2 AND target = ?3 AND versions = ?4",
+                     "preparing the lookup");
+  d.upsert = prepare(db,
+                     "INSERT OR REPLACE INTO profiles(structural_hash, backend, target, versions, implementable, "
+                     "verified, median_seconds, samples, description, checksum, stored_at) "
+                     "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, CAST(strftime('%s', 'now') AS INTEGER))",
+                     "preparing the store");
+  d.count = prepare(db, "SELECT count(*) FROM profiles", "preparing the count");
+  d.begin = prepare(db, "BEGIN IMMEDIATE", "preparing BEGIN");
+  d.commit = prepare(db, "COMMIT", "preparing COMMIT");
+  d.rollback = prepare(db, "ROLLBACK", "preparing ROLLBACK");
+}
+
+DbHandle open_handle(const std::string& path) {
+  sqlite3* raw = nullptr;
+  int rc =
+      sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
+  DbHandle db(raw);
+  if (rc != SQLITE_OK) throw_sqlite(raw, rc, "opening");
+  sqlite3_extended_result_codes(raw, 1);
+  sqlite3_busy_timeout(raw, kBusyTimeoutMs);
+  return db;
+}
+
+std::unique_ptr<ProfileCache::Db> open_memory() {
+  auto d = std::make_unique<ProfileCache::Db>();
+  d->handle = open_handle(":memory:");
+  create_schema(d->get());
+  prepare_statements(*d);
+  return d;
+}
+
+// One attempt at opening an existing-or-absent file. Throws Unusable, NewerSchema,
+// SqliteFailure or korch::Error; the connection is closed before any of them propagates.
+std::unique_ptr<ProfileCache::Db> open_file(const std::string& path) {
+  check_file(path);
+  auto d = std::make_unique<ProfileCache::Db>();
+  d->handle = open_handle(path);
+  sqlite3* db = d->get();
+  try {
+    Stmt check = prepare(db, "PRAGMA quick_check", "checking integrity");
+    std::string first;
+    int problems = 0;
+    while (step(db, check.get(), "checking integrity")) {
+      if (problems++ == 0) first = column_text(check.get(), 0);
+    }
+    if (first != "ok") {
+      throw Unusable{
+          str_cat("integrity check failed: ", first, problems > 1 ? str_cat(" (and ", problems - 1, " more)") : "")};
+    }
+  } catch (const SqliteFailure& f) {
+    if (is_damage(f.code)) throw Unusable{f.message};
+    throw;
+  }
+  if (sqlite3_db_readonly(db, "main") == 1) fail("the profile cache ", path, " is read-only");
+  try {
+    Stmt tables = prepare(db, "SELECT count(*) FROM sqlite_schema", "reading the schema");
+    step(db, tables.get(), "reading the schema");
+    bool fresh = sqlite3_column_int64(tables.get(), 0) == 0;
+    tables.reset();
+    if (fresh) {
+      create_schema(db);
+      // WAL lets readers proceed while another process writes. It is persistent; where the file
+      // system cannot do it (network file systems) SQLite stays in rollback mode, also correct.
+      sqlite3_exec(db, "PRAGMA journal_mode=WAL", nullptr, nullptr, nullptr);
+    }
+    check_schema(db);
+    try {
+      prepare_statements(*d);
+    } catch (const SqliteFailure& f) {
+      if ((f.code & 0xff) == SQLITE_ERROR) throw Unusable{"its profiles table does not match: " + f.message};
+      throw;
+    }
+    exec(db, "PRAGMA synchronous=NORMAL", "setting synchronous mode");
+  } catch (const SqliteFailure& f) {
+    if (is_damage(f.code)) throw Unusable{f.message};
+    throw;
+  }
+  return d;
+}
+
+}  // namespace
+
+ProfileCache::ProfileCache(const std::string& path, WarnFn warn) : path_(path), warn_(std::move(warn)) {
+  if (path.empty()) fail("the profile cache path is empty");
+  try {
+    if (path == ":memory:") {
+      db_ = open_memory();
+      return;
+    }
+    fs::path dir = fs::path(path).parent_path();
+    if (!dir.empty()) {
+      std::error_code ec;
+      fs::create_directories(dir, ec);
+      if (ec) {
+        fail("cannot create the profile cache directory ", dir.string(), ": ", ec.message(),
+             " (set KORCH_CACHE_DIR to use another one)");
+      }
+    }
+    FileLock lock(path + ".lock");
+    for (int attempt = 0;; ++attempt) {
+      try {
+        db_ = open_file(path);
+        return;
+      } catch (const Unusable& u) {
+        // A second failure means the freshly created file is unusable: not a damaged cache.
+        if (attempt > 0) fail("cannot create a profile cache at ", path, ": ", u.reason);
+        std::string aside = move_aside(path);
+        this->warn(str_cat("the profile cache ", path, " is unusable (", u.reason, "); moved it to ", aside,
+                           " and started a new cache"));
+      } catch (const NewerSchema& n) {
+        this->warn(str_cat("the profile cache ", path, " was written by a newer korch (schema version ", n.version,
+                           ", this korch uses ", kSchemaVersion,
+                           "); leaving it alone and using an in-memory cache for this run"));
+        path_ = ":memory:";
+        db_ = open_memory();
+        return;
+      }
+    }
+  } catch (const SqliteFailure& f) {
+    fail("cannot open the profile cache ", path, ": ", f.message);
+  }
+}
+
+ProfileCache::~ProfileCache() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (pending_.empty() || !db_) return;
+  try {
+    try {
+      write_rows(pending_);
+    } catch (const std::exception& e) {
+      warn(str_cat("profile cache ", path_, ": a pending batch of ", pending_.size(),
+                   " entries was not saved: ", e.what()));
+    }
+  } catch (...) {  // a throwing warn callback must not terminate the program
+  }
+}
+
+std::string ProfileCache::default_path() {
+  auto set = [](const char* name) -> const char* {
+    const char* v = std::getenv(name);
+    return v && *v ? v : nullptr;
+  };
+  if (const char* d = set("KORCH_CACHE_DIR")) return (fs::path(d) / "profiles.sqlite").string();
+  if (const char* x = set("XDG_CACHE_HOME"); x && x[0] == '/') {  // the XDG spec ignores relative paths
+    return (fs::path(x) / "korch" / "profiles.sqlite").string();
+  }
+  std::string home;
+  if (const char* h = set("HOME")) {
+    home = h;
+  } else if (const passwd* pw = ::getpwuid(::getuid()); pw && pw->pw_dir && *pw->pw_dir) {
+    home = pw->pw_dir;
+  } else {
+    fail("cannot find a directory for the profile cache: set KORCH_CACHE_DIR");
+  }
+  return (fs::path(home) / ".cache" / "korch" / "profiles.sqlite").string();
+}
+
+void ProfileCache::warn(const std::string& message) const {
+  if (warn_) {
+    warn_(message);
+  } else {
+    std::cerr << "korch: warning: " << message << std::endl;
+  }
+}
+
+std::optional<ProfileEntry> ProfileCache::lookup_db(const ProfileKey& key) {
+  sqlite3* db = db_->get();
+  sqlite3_stmt* s = db_->lookup.get();
+  StmtUse use(s);
+  bind_key(db, s, key);
+  if (!step(db, s, "looking up a profile")) return std::nullopt;
+  ProfileEntry e;
+  e.implementable = sqlite3_column_int64(s, 0) != 0;
+  e.verified = sqlite3_column_int64(s, 1) != 0;
+  e.median_seconds =
+      sqlite3_column_type(s, 2) == SQLITE_NULL ? std::numeric_limits<double>::quiet_NaN() : sqlite3_column_double(s, 2);
+  e.samples = sqlite3_column_int(s, 3);
+  e.description = column_text(s, 4);
+  if (sqlite3_column_type(s, 5) != SQLITE_INTEGER || sqlite3_column_int64(s, 5) != row_checksum(key, e)) {
+    throw DamagedRow{};
+  }
+  return e;
+}
+
+std::optional<ProfileEntry> ProfileCache::lookup(const ProfileKey& key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (auto it = pending_.find(key); it != pending_.end()) {
+    ++hits_;
+    return it->second;
+  }
+  std::optional<ProfileEntry> e = [&]() -> std::optional<ProfileEntry> {
+    try {
+      return lookup_db(key);
+    } catch (const DamagedRow&) {
+      warn(str_cat("profile cache ", path_, ": the entry for kernel ", hash_hex(key.structural_hash),
+                   " is damaged (checksum mismatch); treating it as a miss"));
+    } catch (const SqliteFailure& f) {
+      if (!is_damage(f.code)) fail("profile cache ", path_, ": ", f.message);
+      warn(str_cat("profile cache ", path_, " is damaged (", f.message,
+                   "); treating the lookup as a miss (the file is checked again when next opened)"));
+    }
+    return std::nullopt;
+  }();
+  ++(e ? hits_ : misses_);
+  return e;
+}
+
+void ProfileCache::write_rows(const std::map<ProfileKey, ProfileEntry>& rows) {
+  sqlite3* db = db_->get();
+  bool many = rows.size() > 1;
+  try {
+    if (many) {
+      StmtUse use(db_->begin.get());
+      step(db, db_->begin.get(), "starting a transaction");
+    }
+    try {
+      sqlite3_stmt* s = db_->upsert.get();
+      for (const auto& [key, e] : rows) {
+        StmtUse use(s);
+        bind_key(db, s, key);
+        sqlite3_bind_int(s, 5, e.implementable ? 1 : 0);
+        sqlite3_bind_int(s, 6, e.verified ? 1 : 0);
+        if (std::isnan(e.median_seconds)) {
+          sqlite3_bind_null(s, 7);
+        } else {
+          sqlite3_bind_double(s, 7, e.median_seconds);
+        }
+        sqlite3_bind_int(s, 8, e.samples);
+        bind_text(db, s, 9, e.description);
+        sqlite3_bind_int64(s, 10, row_checksum(key, e));
+        step(db, s, "storing a profile");
+      }
+      if (many) {
+        StmtUse use(db_->commit.get());
+        step(db, db_->commit.get(), "committing");
+      }
+    } catch (...) {
+      if (many && !sqlite3_get_autocommit(db)) {
+        StmtUse use(db_->rollback.get());
+        sqlite3_step(db_->rollback.get());
+      }
+      throw;
+    }
+  } catch (const SqliteFailure& f) {
+    if (is_damage(f.code)) {
+      warn(str_cat("profile cache ", path_, " is damaged (", f.message, "); ", rows.size(),
+                   " entries were not saved (the file is checked again when next opened)"));
+      return;
+    }
+    if ((f.code & 0xff) == SQLITE_BUSY) {
+      fail("profile cache ", path_, " stayed locked by another process for more than ", kBusyTimeoutMs / 1000,
+           " s: ", f.message);
+    }
+    fail("profile cache ", path_, ": ", f.message);
+  }
+}
+
+void ProfileCache::store(const ProfileKey& key, const ProfileEntry& entry) {
+  if (entry.implementable && entry.verified && !(std::isfinite(entry.median_seconds) && entry.median_seconds >= 0)) {
+    fail("profile cache: refusing to store a verified measurement with an invalid time (", entry.median_seconds,
+         " s) for kernel ", hash_hex(key.structural_hash));
+  }
+  if (entry.samples < 0) {
+    fail("profile cache: refusing to store a negative sample count for kernel ", hash_hex(key.structural_hash));
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (batch_depth_ > 0) {
+    pending_[key] = entry;
+    return;
+  }
+  write_rows({{key, entry}});
+}
+
+void ProfileCache::begin_batch() {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++batch_depth_;
+}
+
+void ProfileCache::commit_batch() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (batch_depth_ == 0) fail("profile cache: commit_batch() without begin_batch()");
+  if (--batch_depth_ > 0) return;
+  std::map<ProfileKey, ProfileEntry> rows;
+  rows.swap(pending_);  // on failure the batch is dropped, not retried by the destructor
+  if (!rows.empty()) write_rows(rows);
+}
+
+int64_t ProfileCache::size() {
+  std::lock_guard<std::mutex> lock(mu_);
+  try {
+    int64_t n = 0;
+    {
+      sqlite3_stmt* s = db_->count.get();
+      StmtUse use(s);
+      if (step(db_->get(), s, "counting profiles")) n = sqlite3_column_int64(s, 0);
+    }
+    for (const auto& [key, e] : pending_) {
+      bool present = true;  // a damaged row is still a row
+      try {
+        present = lookup_db(key).has_value();
+      } catch (const DamagedRow&) {
+      }
+      if (!present) ++n;
+    }
+    return n;
+  } catch (const SqliteFailure& f) {
+    fail("profile cache ", path_, ": ", f.message);
+  }
+}
+
+int ProfileCache::hits() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return hits_;
+}
+
+int ProfileCache::misses() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return misses_;
+}
+
+std::string ProfileCache::path() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return path_;
+}
+
+}  // namespace korch

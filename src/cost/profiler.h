@@ -1,0 +1,50 @@
+// The CPU profiler: compiles a candidate kernel with the CPU backend, checks it against the
+// reference executor on random inputs (a mismatch drops the candidate and is logged with its
+// structure), then times it (warm-up, then the median of repeated runs at the model's thread
+// count). Results, refusals included, persist in the profile cache keyed by structural hash,
+// backend, target (CPU features + threads) and library versions.
+#pragma once
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "cost/cost_model.h"
+#include "cost/profile_cache.h"
+
+namespace korch {
+
+struct ProfilerStats {
+  int measured = 0;       // compiled, verified and timed in this run
+  int cache_hits = 0;
+  int dropped = 0;        // backend refused or result mismatched
+  int mismatches = 0;
+  double seconds = 0;     // time spent compiling, verifying and timing
+};
+
+class CpuProfiler : public KernelMeasurer {
+ public:
+  // `cache` may be null (no persistence). `log` receives one line per dropped kernel and
+  // progress updates (may be empty).
+  CpuProfiler(int threads, ProfileCache* cache, std::function<void(const std::string&)> log = {});
+  std::optional<double> measure(const PrimGraph& g, const Kernel& kernel) override;
+  double measure_fallback(const PrimGraph& g, const Kernel& kernel) override;
+  std::string name() const override { return "measured-cpu"; }
+  const ProfilerStats& stats() const { return stats_; }
+  // Target and version strings that key the cache.
+  std::string target() const { return target_; }
+  static std::string versions();
+
+ private:
+  int threads_;
+  ProfileCache* cache_;
+  std::function<void(const std::string&)> log_;
+  std::string target_;
+  ProfilerStats stats_;
+};
+
+// Random inputs for a kernel (constants keep their values; indices stay in range).
+std::vector<TensorData> random_kernel_inputs(const PrimGraph& g, const Kernel& k, uint32_t seed);
+// Median seconds of `run` (warm-up, then at least `min_runs` and ~`budget_seconds`).
+double median_run_seconds(const std::function<void()>& run, int min_runs = 5, double budget_seconds = 0.02);
+
+}  // namespace korch

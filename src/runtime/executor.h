@@ -1,0 +1,53 @@
+// Runtime: executes a plan on the CPU backend. Every plan kernel is compiled once (oneDNN or
+// Halide; the reference interpreter only where neither can generate it). Materialised tensors
+// live in one arena whose offsets come from liveness-based reuse: two tensors share bytes
+// only when their lifetimes (producing kernel .. last reading kernel) do not overlap.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/cpu/compiled_kernel.h"
+#include "orchestrate/plan.h"
+
+namespace korch {
+
+struct ArenaPlan {
+  std::vector<int64_t> offset;  // per tensor id: byte offset in the arena, -1 if not in it
+  int64_t arena_bytes = 0;      // peak
+  int64_t total_bytes = 0;      // sum of all arena tensors' sizes (no reuse)
+};
+
+// Liveness-based first-fit placement of every kernel output (graph outputs included).
+ArenaPlan plan_arena(const PrimGraph& g, const Plan& plan);
+
+struct KernelTiming {
+  std::string description;
+  double seconds = 0;
+};
+
+class Executor {
+ public:
+  Executor(const PrimGraph& g, Plan plan, int threads);
+  // Inputs follow g.inputs(); dtypes and shapes must match (korch::Error otherwise).
+  std::vector<TensorData> run(const std::vector<TensorData>& inputs);
+  // Per-kernel wall time of the last run (when profiling is enabled).
+  void set_profiling(bool on) { profiling_ = on; }
+  const std::vector<KernelTiming>& last_timings() const { return timings_; }
+  const ArenaPlan& arena() const { return arena_; }
+  const Plan& plan() const { return plan_; }
+  int num_fallback_kernels() const { return fallbacks_; }
+
+ private:
+  const PrimGraph& g_;
+  Plan plan_;
+  int threads_;
+  ArenaPlan arena_;
+  std::vector<std::unique_ptr<cpu::CompiledKernel>> kernels_;
+  std::vector<unsigned char> storage_;
+  bool profiling_ = false;
+  std::vector<KernelTiming> timings_;
+  int fallbacks_ = 0;
+};
+
+}  // namespace korch
