@@ -25,6 +25,8 @@ class KernelMeasurer {
   // Seconds of the kernel run by the reference fallback (always possible; used only for single
   // primitives no backend can generate, so that every model still has a plan).
   virtual double measure_fallback(const PrimGraph& g, const Kernel& kernel) = 0;
+  // A cheap structural check (no compilation): false means measure() would drop the kernel.
+  virtual bool implementable(const PrimGraph& g, const Kernel& kernel) = 0;
   virtual std::string name() const = 0;
 };
 

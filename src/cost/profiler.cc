@@ -138,6 +138,14 @@ std::optional<double> CpuProfiler::measure(const PrimGraph& g, const Kernel& k) 
   return std::nullopt;
 }
 
+bool CpuProfiler::implementable(const PrimGraph& g, const Kernel& k) {
+  ProfileKey key{k.hash, "cpu", target_, versions()};
+  if (cache_)
+    if (auto hit = cache_->lookup(key)) return hit->implementable && hit->verified;
+  std::string why;
+  return cpu::can_compile(g, k, &why);
+}
+
 double CpuProfiler::measure_fallback(const PrimGraph& g, const Kernel& k) {
   ProfileKey key{k.hash, "cpu-reference", target_, versions()};
   if (cache_)

@@ -28,6 +28,7 @@ class CpuProfiler : public KernelMeasurer {
   CpuProfiler(int threads, ProfileCache* cache, std::function<void(const std::string&)> log = {});
   std::optional<double> measure(const PrimGraph& g, const Kernel& kernel) override;
   double measure_fallback(const PrimGraph& g, const Kernel& kernel) override;
+  bool implementable(const PrimGraph& g, const Kernel& kernel) override;
   std::string name() const override { return "measured-cpu"; }
   const ProfilerStats& stats() const { return stats_; }
   // Target and version strings that key the cache.

@@ -33,9 +33,21 @@ class PricedCache {
       k.cost = *m->second;
       return;
     }
+    // Unmeasured: the model's estimate, scaled by the smallest measured/estimated ratio seen
+    // so far for its class (linear or memory-bound), which keeps it a lower bound in practice
+    // while making lazy profiling converge in few rounds.
+    k.cost = estimate(k) * (min_ratio_[k.num_linear > 0] > 0 ? min_ratio_[k.num_linear > 0] : 1.0);
+  }
+  double estimate(const Kernel& k) {
     auto it = cache_.find(k.hash);
     if (it == cache_.end()) it = cache_.emplace(k.hash, model_.cost(g_, k)).first;
-    k.cost = it->second;
+    return it->second;
+  }
+  // Structural check before any solve: false drops the candidate without compiling it.
+  bool implementable(const Kernel& k) {
+    auto it = implementable_.find(k.hash);
+    if (it == implementable_.end()) it = implementable_.emplace(k.hash, measurer_->implementable(g_, k)).first;
+    return it->second;
   }
   bool is_measured(const Kernel& k) const { return measured_.count(k.hash) != 0; }
   // Measures (once per structure); single primitives no backend can generate fall back to
@@ -44,8 +56,14 @@ class PricedCache {
     auto it = measured_.find(k.hash);
     if (it == measured_.end()) {
       std::optional<double> m = measurer_->measure(g_, k);
+      bool generated = m.has_value();
       if (!m && allow_fallback) m = measurer_->measure_fallback(g_, k);
       it = measured_.emplace(k.hash, m).first;
+      if (generated) {
+        double ratio = *m / std::max(estimate(k), 1e-12);
+        double& r = min_ratio_[k.num_linear > 0];
+        r = r > 0 ? std::min(r, ratio) : ratio;
+      }
     }
     if (!it->second) return false;
     k.cost = *it->second;
@@ -66,6 +84,8 @@ class PricedCache {
   KernelMeasurer* measurer_;
   std::unordered_map<uint64_t, double> cache_;
   std::unordered_map<uint64_t, std::optional<double>> measured_;
+  std::unordered_map<uint64_t, bool> implementable_;
+  double min_ratio_[2] = {0, 0};
 };
 
 Plan make_plan(const PrimGraph& g, std::string strategy, std::vector<Kernel> kernels, PricedCache& prices,
@@ -74,11 +94,24 @@ Plan make_plan(const PrimGraph& g, std::string strategy, std::vector<Kernel> ker
   plan.strategy = std::move(strategy);
   plan.cost_model = cost_name;
   for (Kernel& k : kernels) {
-    // Baselines are measured in full (a kernel no backend generates runs on the fallback).
-    if (prices.measuring() && plan.strategy != "per-primitive") prices.measure(k, true);
-    else prices.price(k);
+    // Baselines are measured in full. A fused baseline kernel the backend cannot generate is
+    // split into single-primitive kernels (those run on the reference fallback only when no
+    // backend generates them either), as a compiler would fall back to unfused code.
+    if (prices.measuring() && plan.strategy != "per-primitive") {
+      if (k.prims.size() > 1 && !prices.measure(k, false)) {
+        for (PrimId p : k.prims) {
+          Kernel single = make_kernel(g, {p});
+          prices.measure(single, true);
+          plan.kernels.push_back(std::move(single));
+        }
+        continue;
+      }
+      prices.measure(k, true);
+    } else {
+      prices.price(k);
+    }
+    plan.kernels.push_back(k);
   }
-  plan.kernels = std::move(kernels);
   sort_plan(g, plan);
   validate_plan_or_throw(g, plan);
   return plan;
@@ -205,24 +238,41 @@ OptimizeResult optimize(const PrimGraph& g, CostModel& cost, const OptimizeOptio
       // Lazy profiling: solve, measure what the optimum uses, drop what cannot be built,
       // re-solve until the optimum is made of measured kernels only.
       std::vector<char> dropped(cands.size(), 0);
+      if (prices.measuring())
+        for (size_t i = 0; i < cands.size(); ++i)
+          if (cands[i].prims.size() > 1 && !prices.implementable(cands[i])) dropped[i] = 1;
       SelectionResult sel;
+      std::vector<int> previous;  // last round's choice (candidate indices)
       while (true) {
         std::vector<Kernel> active;
-        std::vector<int> active_index, active_warm;
+        std::vector<int> active_index, active_warm, active_previous;
         for (size_t i = 0; i < cands.size(); ++i) {
           if (dropped[i]) continue;
           prices.price(cands[i]);
           if (std::find(warm.begin(), warm.end(), static_cast<int>(i)) != warm.end())
             active_warm.push_back(static_cast<int>(active.size()));
+          if (std::find(previous.begin(), previous.end(), static_cast<int>(i)) != previous.end())
+            active_previous.push_back(static_cast<int>(active.size()));
           active_index.push_back(static_cast<int>(i));
           active.push_back(cands[i]);
         }
         SelectionProblem problem = selection_problem(g, part, active);
-        sel = solve_selection_blp(problem, active_warm, options.solver_time_limit);
+        // Warm start with the cheaper of last round's choice and the greedy plan.
+        auto cost_of = [&](const std::vector<int>& ks) {
+          double c = 0;
+          for (int k : ks) c += active[k].cost;
+          return c;
+        };
+        const std::vector<int>* start = &active_warm;
+        if (!active_previous.empty() && selection_is_feasible(problem, active_previous) &&
+            (!selection_is_feasible(problem, active_warm) || cost_of(active_previous) < cost_of(active_warm)))
+          start = &active_previous;
+        sel = solve_selection_blp(problem, *start, options.solver_time_limit);
         ++result.solve_rounds;
         report.solver_seconds += sel.seconds;
         result.solver_seconds += sel.seconds;
         for (int& k : sel.chosen) k = active_index[k];
+        previous = sel.chosen;
         if (!prices.measuring()) break;
         bool all_measured = true;
         for (int k : sel.chosen) {

@@ -140,6 +140,7 @@ OptimizeRun run_optimizer(const PrimGraph& g, OptimizeFlags f, const std::string
       return r;
     }
     double measure_fallback(const PrimGraph& g, const Kernel& k) override { return inner->measure_fallback(g, k); }
+    bool implementable(const PrimGraph& g, const Kernel& k) override { return inner->implementable(g, k); }
     std::string name() const override { return inner->name(); }
   } measurer;
   measurer.inner = profiler.get();

@@ -31,6 +31,13 @@ std::unique_ptr<CompiledKernel> compile_reference_kernel(const PrimGraph& g, con
 // when neither can implement it.
 std::unique_ptr<CompiledKernel> compile_kernel(const PrimGraph& g, const Kernel& k, std::string* why_not);
 
+// Cheap structural checks (no code generation): whether a backend can take the kernel at all.
+// A kernel that passes may still be refused by compile_kernel (e.g. oneDNN has no fast
+// implementation for it); one that fails is never compiled.
+bool halide_supports(const PrimGraph& g, const Kernel& k, std::string* why_not);
+bool onednn_supports(const PrimGraph& g, const Kernel& k, std::string* why_not);
+bool can_compile(const PrimGraph& g, const Kernel& k, std::string* why_not);
+
 // Threads used by every CPU kernel (OpenMP, shared by oneDNN and Halide).
 void set_num_threads(int threads);
 int num_threads();

@@ -58,6 +58,14 @@ std::unique_ptr<CompiledKernel> compile_kernel(const PrimGraph& g, const Kernel&
   return compile_halide_kernel(g, k, why_not);
 }
 
+bool can_compile(const PrimGraph& g, const Kernel& k, std::string* why_not) {
+  if (k.num_linear > 1) {
+    if (why_not) *why_not = "more than one Linear primitive";
+    return false;
+  }
+  return k.num_linear == 1 ? onednn_supports(g, k, why_not) : halide_supports(g, k, why_not);
+}
+
 void set_num_threads(int threads) {
   if (threads < 1) fail("thread count must be positive, got ", threads);
   g_threads = threads;

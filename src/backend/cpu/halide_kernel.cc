@@ -426,6 +426,23 @@ std::string schedule_output(Func& f, const Shape& shape, int vector) {
 
 }  // namespace
 
+bool halide_supports(const PrimGraph& g, const Kernel& k, std::string* why_not) {
+  if (k.num_linear > 0) {
+    if (why_not) *why_not = "kernel has a Linear primitive";
+    return false;
+  }
+  try {
+    Generator gen(g, k);
+    gen.build();  // definitions only: no JIT compilation
+    return true;
+  } catch (const Unsupported& u) {
+    if (why_not) *why_not = u.why;
+  } catch (const Halide::Error& e) {
+    if (why_not) *why_not = str_cat("Halide: ", e.what());
+  }
+  return false;
+}
+
 std::unique_ptr<CompiledKernel> compile_halide_kernel(const PrimGraph& g, const Kernel& k, std::string* why_not) {
   if (k.num_linear > 0) {
     if (why_not) *why_not = "kernel has a Linear primitive";

@@ -989,6 +989,16 @@ class Builder {
 
 }  // namespace
 
+bool onednn_supports(const PrimGraph& g, const Kernel& k, std::string* why_not) {
+  try {
+    Analysis analysis(g, k);
+    return true;
+  } catch (const Unsupported& u) {
+    if (why_not) *why_not = u.why;
+  }
+  return false;
+}
+
 std::unique_ptr<CompiledKernel> compile_onednn_kernel(const PrimGraph& g, const Kernel& k, std::string* why_not) {
   try {
     Analysis analysis(g, k);

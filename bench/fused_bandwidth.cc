@@ -1,0 +1,110 @@
+// Bandwidth reached by fused memory-bound kernels (Halide backend) against the machine's
+// measured memory bandwidth (triad, all threads). Large kernels only, so caches do not help.
+// Usage: korch_fused_bandwidth [--threads 2]
+#include <cstring>
+#include <iomanip>
+#include <iostream>
+
+#include "backend/cpu/compiled_kernel.h"
+#include "cost/analytic.h"
+#include "cost/calibrate.h"
+#include "cost/profiler.h"
+#include "orchestrate/kernel.h"
+
+namespace korch {
+namespace {
+
+struct BenchKernel {
+  std::string name;
+  PrimGraph g;
+};
+
+Attrs axes(std::vector<int64_t> a) { return Attrs().set("axes", a).set("keepdims", int64_t{1}); }
+
+std::vector<BenchKernel> kernels() {
+  std::vector<BenchKernel> ks;
+  {
+    PrimGraph g;  // y = relu(x * s + b) + r : a fused BN-ReLU-residual epilogue, 64 MiB per tensor
+    TensorId x = g.add_input("x", DType::F32, {1, 64, 512, 512});
+    TensorId r = g.add_input("r", DType::F32, {1, 64, 512, 512});
+    TensorId s = g.add_input("s", DType::F32, {1, 64, 1, 1});
+    TensorId b = g.add_input("b", DType::F32, {1, 64, 1, 1});
+    TensorId y = g.add_primitive(PrimOp::Add, {g.add_primitive(PrimOp::Mul, {x, s}, {}), b}, {});
+    g.mark_output(g.add_primitive(PrimOp::Add, {g.add_primitive(PrimOp::Relu, {y}, {}), r}, {}));
+    ks.push_back({"scale+shift+relu+residual 64x512x512", std::move(g)});
+  }
+  {
+    PrimGraph g;  // softmax over rows of a 4096 x 4096 matrix
+    TensorId x = g.add_input("x", DType::F32, {4096, 4096});
+    TensorId m = g.add_primitive(PrimOp::ReduceMax, {x}, axes({1}));
+    TensorId e = g.add_primitive(PrimOp::Exp, {g.add_primitive(PrimOp::Sub, {x, m}, {})}, {});
+    TensorId s = g.add_primitive(PrimOp::ReduceSum, {e}, axes({1}));
+    g.mark_output(g.add_primitive(PrimOp::Div, {e, s}, {}));
+    ks.push_back({"softmax 4096x4096", std::move(g)});
+  }
+  {
+    PrimGraph g;  // layer normalisation core over 768 features, 16384 rows
+    TensorId x = g.add_input("x", DType::F32, {16384, 768});
+    TensorId m = g.add_primitive(PrimOp::ReduceMean, {x}, axes({1}));
+    TensorId d = g.add_primitive(PrimOp::Sub, {x, m}, {});
+    TensorId v = g.add_primitive(PrimOp::ReduceMean, {g.add_primitive(PrimOp::Mul, {d, d}, {})}, axes({1}));
+    TensorId eps = g.add_constant("eps", std::make_shared<const TensorData>(TensorData::scalar_f32(1e-5f)));
+    g.mark_output(g.add_primitive(PrimOp::Div, {d, g.add_primitive(PrimOp::Sqrt, {g.add_primitive(PrimOp::Add, {v, eps}, {})}, {})}, {}));
+    ks.push_back({"layernorm 16384x768", std::move(g)});
+  }
+  {
+    PrimGraph g;  // transpose of the last two axes (layout change) with a GELU-style epilogue
+    TensorId x = g.add_input("x", DType::F32, {16, 1024, 1024});
+    TensorId t = g.add_primitive(PrimOp::Transpose, {x}, Attrs().set("perm", std::vector<int64_t>{0, 2, 1}));
+    g.mark_output(g.add_primitive(PrimOp::Mul, {t, g.add_primitive(PrimOp::Sigmoid, {t}, {})}, {}));
+    ks.push_back({"transpose + SiLU 16x1024x1024", std::move(g)});
+  }
+  return ks;
+}
+
+int main_impl(int threads) {
+  std::cout << "calibrating (" << threads << " threads)...\n";
+  MachineFigures m = calibrate_machine(threads);
+  std::cout << "machine memory bandwidth (triad): " << std::fixed << std::setprecision(1) << m.bandwidth_gbs
+            << " GB/s\n\n"
+            << std::left << std::setw(40) << "kernel" << std::setw(12) << "MiB moved" << std::setw(12) << "median ms"
+            << std::setw(10) << "GB/s" << "of peak  schedule\n";
+  cpu::set_num_threads(threads);
+  for (BenchKernel& b : kernels()) {
+    std::vector<PrimId> all;
+    for (PrimId p = 0; p < b.g.num_prims(); ++p) all.push_back(p);
+    Kernel k = make_kernel(b.g, all);
+    std::string why;
+    auto compiled = cpu::compile_kernel(b.g, k, &why);
+    if (!compiled) {
+      std::cout << b.name << ": not generated (" << why << ")\n";
+      continue;
+    }
+    std::vector<TensorData> inputs = random_kernel_inputs(b.g, k, 1);
+    std::vector<const void*> ptrs;
+    for (const TensorData& t : inputs) ptrs.push_back(t.raw());
+    TensorData out(b.g.tensor(k.output).dtype, b.g.tensor(k.output).shape);
+    double s = median_run_seconds([&] { compiled->run(ptrs, out.raw()); }, 7, 0.5);
+    double bytes = kernel_work(b.g, k).bytes;
+    double gbs = bytes / s / 1e9;
+    std::cout << std::setw(40) << b.name << std::setw(12) << std::setprecision(0) << bytes / (1 << 20) << std::setw(12)
+              << std::setprecision(2) << s * 1e3 << std::setw(10) << std::setprecision(1) << gbs << std::setw(9)
+              << std::setprecision(0) << 100.0 * gbs / m.bandwidth_gbs << "% " << compiled->describe() << "\n";
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace korch
+
+int main(int argc, char** argv) {
+  int threads = 2;
+  for (int i = 1; i + 1 < argc; ++i)
+    if (std::strcmp(argv[i], "--threads") == 0) threads = std::atoi(argv[i + 1]);
+  try {
+    return korch::main_impl(threads);
+  } catch (const std::exception& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 1;
+  }
+}
