@@ -71,6 +71,7 @@ class Generator {
   }
   const std::map<TensorId, ImageParam>& params() const { return params_; }
   const std::vector<Func>& materialised() const { return materialised_; }
+  const std::vector<Func>& shared() const { return shared_; }
 
  private:
   static std::vector<Var> vars(size_t rank) {
@@ -126,6 +127,9 @@ class Generator {
     else f(hv) = store(value, out.dtype);
     if (prim_kind(prim.op) == PrimKind::Reduce || prim_kind(prim.op) == PrimKind::Window) {
       if (prim.output != k_.output) materialised_.push_back(f);
+    } else if (prim.output != k_.output && consumers_inside(prim.output) > 1 && !out.shape.empty()) {
+      // Read by several primitives of the kernel: computed once per slice, not re-inlined.
+      shared_.push_back(f);
     }
     funcs_.emplace(prim.output, f);
   }
@@ -375,6 +379,17 @@ class Generator {
   std::map<TensorId, ImageParam> params_;
   std::map<TensorId, Func> funcs_;
   std::vector<Func> materialised_;
+  std::vector<Func> shared_;
+  int consumers_inside(TensorId t) const {
+    int n = 0;
+    for (PrimId p : k_.prims)
+      for (TensorId u : g_.prim(p).inputs)
+        if (u == t) {
+          ++n;
+          break;
+        }
+    return n;
+  }
 };
 
 Halide::Buffer<> wrap(const TensorInfo& t, const void* data) {
@@ -405,23 +420,66 @@ class HalideKernel : public CompiledKernel {
   std::string description_;
 };
 
-// Vectorise the innermost dimension, parallelise the outermost non-unit one.
-std::string schedule_output(Func& f, const Shape& shape, int vector) {
+struct OutputSchedule {
+  std::string text;
+  bool has_parallel = false;
+  Var parallel_var;
+};
+
+// Vectorise the innermost dimension and parallelise the outermost non-unit one; kernels that
+// transpose their innermost axis are tiled 16x16 so that reads and writes both stay local.
+OutputSchedule schedule_output(Func& f, const Shape& shape, int vector, bool tile) {
+  OutputSchedule s;
   int rank = static_cast<int>(shape.size());
-  if (rank == 0) return "scalar";
-  std::vector<Var> v = f.args();
-  std::string s;
-  if (shape.back() >= vector) {
-    f.vectorize(v[0], vector, Halide::TailStrategy::GuardWithIf);
-    s += "vectorize " + std::to_string(vector);
+  if (rank == 0) {
+    s.text = "scalar";
+    return s;
   }
+  std::vector<Var> v = f.args();
+  int par_axis = -1;
   for (int a = 0; a < rank - 1; ++a)
     if (shape[a] > 1) {
-      f.parallel(v[rank - 1 - a]);
-      s += std::string(s.empty() ? "" : ", ") + "parallel axis " + std::to_string(a);
+      par_axis = a;
       break;
     }
-  return s.empty() ? "serial" : s;
+  bool tiled = tile && rank >= 2 && shape[rank - 1] >= 16 && shape[rank - 2] >= 16;
+  if (tiled) {
+    Var xo("xo"), yo("yo"), xi("xi"), yi("yi");
+    f.tile(v[0], v[1], xo, yo, xi, yi, 16, 16, Halide::TailStrategy::GuardWithIf).vectorize(xi, std::min(vector, 16));
+    s.text = "tile 16x16, vectorize " + std::to_string(std::min(vector, 16));
+    if (par_axis == rank - 2) {
+      f.parallel(yo);
+      s.text += ", parallel tile rows";
+    } else if (par_axis >= 0) {
+      s.parallel_var = v[rank - 1 - par_axis];
+      s.has_parallel = true;
+      f.parallel(s.parallel_var);
+      s.text += ", parallel axis " + std::to_string(par_axis);
+    }
+    return s;
+  }
+  if (shape.back() >= vector) {
+    f.vectorize(v[0], vector, Halide::TailStrategy::GuardWithIf);
+    s.text = "vectorize " + std::to_string(vector);
+  }
+  if (par_axis >= 0) {
+    s.parallel_var = v[rank - 1 - par_axis];
+    s.has_parallel = true;
+    f.parallel(s.parallel_var);
+    s.text += std::string(s.text.empty() ? "" : ", ") + "parallel axis " + std::to_string(par_axis);
+  }
+  if (s.text.empty()) s.text = "serial";
+  return s;
+}
+
+bool transposes_innermost(const PrimGraph& g, const Kernel& k) {
+  for (PrimId p : k.prims) {
+    const Primitive& prim = g.prim(p);
+    if (prim.op != PrimOp::Transpose) continue;
+    const auto& perm = prim.attrs.ints("perm");
+    if (!perm.empty() && perm.back() != static_cast<int64_t>(perm.size()) - 1) return true;
+  }
+  return false;
 }
 
 }  // namespace
@@ -453,19 +511,37 @@ std::unique_ptr<CompiledKernel> compile_halide_kernel(const PrimGraph& g, const 
     Func out = gen.build();
     Halide::Target target = Halide::get_jit_target_from_environment();
     int vector = std::max(4, target.natural_vector_size(storage_type(g.tensor(k.output).dtype)));
-    std::string schedule = schedule_output(out, g.tensor(k.output).shape, vector);
+    OutputSchedule schedule = schedule_output(out, g.tensor(k.output).shape, vector, transposes_innermost(g, k));
+    // Reductions and windows feeding the output are computed per parallel slice of it (so a
+    // row's statistics are made right before the row is written), or once up front.
+    std::string reductions;
     for (Func f : gen.materialised()) {
-      f.compute_root();
-      std::vector<Var> v = f.args();
-      if (!v.empty()) f.parallel(v.back());
+      if (schedule.has_parallel) {
+        f.compute_at(out, schedule.parallel_var);
+        reductions = ", reductions per parallel slice";
+      } else {
+        f.compute_root();
+        std::vector<Var> v = f.args();
+        if (!v.empty()) f.parallel(v.back());
+        reductions = ", reductions compute_root";
+      }
     }
+    // In row-wise reduction kernels (softmax, normalisation), values read several times
+    // (e.g. exp(x - max)) are stored per slice; elsewhere recomputing them is cheaper.
+    if (schedule.has_parallel && !gen.materialised().empty() && !transposes_innermost(g, k))
+      for (Func f : gen.shared()) {
+        f.compute_at(out, schedule.parallel_var);
+        std::vector<Var> v = f.args();
+        f.vectorize(v[0], vector, Halide::TailStrategy::GuardWithIf);
+        reductions += ", shared values per slice";
+      }
     Halide::Pipeline pipeline(out);
     pipeline.jit_handlers().custom_do_par_for = omp_do_par_for;
     pipeline.compile_jit(target);
     std::vector<ImageParam> params;
     for (TensorId t : k.inputs) params.push_back(gen.params().at(t));
     return std::make_unique<HalideKernel>(g, k, std::move(pipeline), std::move(params),
-                                          str_cat("halide: ", schedule, gen.materialised().empty() ? "" : ", reductions compute_root"));
+                                          str_cat("halide: ", schedule.text, reductions));
   } catch (const Unsupported& u) {
     if (why_not) *why_not = u.why;
   } catch (const Halide::Error& e) {
