@@ -6,7 +6,7 @@
 here="$(cd "$(dirname "$0")" && pwd)"
 fuzzer="$here/../build-fuzz/fuzz_import"
 if [[ -x "${1:-}" && ! -d "${1:-}" && "$1" == *fuzz_import* ]]; then fuzzer="$1"; shift; fi
-export UBSAN_OPTIONS="${UBSAN_OPTIONS:-suppressions=$here/ubsan.supp:print_stacktrace=1}"
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1}"
 for f in "$@"; do
   out="$(timeout 60 "$fuzzer" -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=2048 "$f" 2>&1)"
   msg="$(grep -m1 -E 'runtime error|ERROR: AddressSanitizer|ERROR: libFuzzer|terminate called|what\(\)|Assertion|ALARM' <<<"$out" | sed -E 's/0x[0-9a-f]+/0x…/g' | cut -c1-200)"

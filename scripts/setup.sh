@@ -11,6 +11,7 @@ APT_PACKAGES=(
   libdnnl-dev ocl-icd-opencl-dev opencl-headers   # oneDNN (calibration, linear kernels)
   python3 python3-numpy python3-onnx python3-venv # conformance case generation (onnx 1.12)
   python3-torch python3-torchvision               # model export (torch 1.13)
+  python3-dev pybind11-dev                        # Python bindings
 )
 
 missing=()
@@ -29,9 +30,9 @@ echo "setup: system packages ready"
 # ONNX Runtime (PyPI) is the independent oracle for the fission tests; it lives in a venv of
 # Debian's python3 so it never mixes with the system's onnx 1.12.
 VENV="$(cd "$(dirname "$0")/.." && pwd)/.venv"
-if ! "$VENV/bin/python" -c "import onnx, onnxruntime, numpy" 2>/dev/null; then
-  echo "setup: installing onnx, onnxruntime, numpy (PyPI) into .venv"
+if ! "$VENV/bin/python" -c "import onnx, onnxruntime, numpy, pytest" 2>/dev/null; then
+  echo "setup: installing onnx, onnxruntime, numpy, pytest (PyPI) into .venv"
   /usr/bin/python3 -m venv "$VENV"
-  "$VENV/bin/pip" install --quiet --disable-pip-version-check onnx onnxruntime numpy
+  "$VENV/bin/pip" install --quiet --disable-pip-version-check onnx onnxruntime numpy pytest
 fi
 echo "setup: python venv ready"

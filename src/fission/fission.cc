@@ -132,28 +132,34 @@ std::vector<double> FissionContext::attr_floats(const std::string& name, std::ve
   return std::vector<double>(a->floats().begin(), a->floats().end());
 }
 
+// Constant results larger than this are not folded at import (the primitive stays in the
+// graph): a few bytes of model must not buy seconds of folding and gigabytes of constants.
+constexpr int64_t kMaxFoldElements = int64_t{1} << 24;
+
 TensorId FissionContext::emit(PrimOp op, std::vector<TensorId> inputs, Attrs attrs) {
   bool all_constant = std::all_of(inputs.begin(), inputs.end(), [&](TensorId t) { return is_constant(t); });
-  if (!all_constant) {
+  if (all_constant) {
+    // Constant folding through the reference executor.
+    std::vector<const TensorInfo*> infos;
+    std::vector<const TensorData*> values;
+    for (TensorId t : inputs) {
+      infos.push_back(&graph_.tensor(t));
+      values.push_back(graph_.tensor(t).constant.get());
+    }
+    DType dtype;
+    Shape shape;
     try {
-      return graph_.add_primitive(op, std::move(inputs), std::move(attrs), origin_);
+      infer_primitive(op, infos, attrs, &dtype, &shape);
+      if (checked_num_elements(shape, dtype_size(dtype), str_cat(prim_op_name(op), " output")) <= kMaxFoldElements) {
+        Primitive prim{op, inputs, kNone, attrs, origin_};
+        return constant(reference::evaluate(prim, values, dtype, shape));
+      }
     } catch (const Error& e) {
       error(e.what());
     }
   }
-  // Constant folding through the reference executor.
-  std::vector<const TensorInfo*> infos;
-  std::vector<const TensorData*> values;
-  for (TensorId t : inputs) {
-    infos.push_back(&graph_.tensor(t));
-    values.push_back(graph_.tensor(t).constant.get());
-  }
-  DType dtype;
-  Shape shape;
   try {
-    infer_primitive(op, infos, attrs, &dtype, &shape);
-    Primitive prim{op, inputs, kNone, attrs, origin_};
-    return constant(reference::evaluate(prim, values, dtype, shape));
+    return graph_.add_primitive(op, std::move(inputs), std::move(attrs), origin_);
   } catch (const Error& e) {
     error(e.what());
   }

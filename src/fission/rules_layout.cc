@@ -69,13 +69,19 @@ void resize_common(FissionContext& c, TensorId x, std::vector<double> scales, st
   if (!sizes.empty()) {
     if (static_cast<int64_t>(sizes.size()) != rank) c.error("sizes must have one entry per dimension");
     scales.resize(rank);
-    for (int64_t i = 0; i < rank; ++i) scales[i] = static_cast<double>(sizes[i]) / static_cast<double>(s[i]);
+    for (int64_t i = 0; i < rank; ++i) {
+      if (sizes[i] < 0) c.error("sizes must be non-negative");
+      if (s[i] == 0 && sizes[i] != 0) c.error("cannot resize an empty axis to size ", sizes[i]);
+      scales[i] = s[i] == 0 ? 1.0 : static_cast<double>(sizes[i]) / static_cast<double>(s[i]);
+    }
   } else {
     if (static_cast<int64_t>(scales.size()) != rank) c.error("scales must have one entry per dimension (got ", scales.size(), ")");
     sizes.resize(rank);
     for (int64_t i = 0; i < rank; ++i) {
-      if (!(scales[i] > 0)) c.error("scales must be positive");
-      sizes[i] = static_cast<int64_t>(std::floor(static_cast<double>(s[i]) * scales[i]));
+      if (!(scales[i] > 0) || !std::isfinite(scales[i])) c.error("scales must be positive and finite");
+      double size = std::floor(static_cast<double>(s[i]) * scales[i]);
+      if (size >= 0x1p62) c.error("scale ", scales[i], " gives an impossibly large output");
+      sizes[i] = static_cast<int64_t>(size);
     }
   }
   if (roi.empty()) {
@@ -149,8 +155,8 @@ void register_layout_rules() {
         infer = static_cast<int64_t>(i);
       } else if (target[i] < 0) {
         c.error("invalid target dimension ", target[i]);
-      } else {
-        known *= target[i];
+      } else if (__builtin_mul_overflow(known, target[i], &known)) {
+        c.error("target shape ", shape_str(target), " is too large");
       }
     }
     if (infer >= 0) {
@@ -180,6 +186,7 @@ void register_layout_rules() {
     } else {
       for (int64_t a : axes) {
         int64_t n = normalize_axis(a, c.rank(x));
+        if (n >= c.rank(x)) c.error("cannot squeeze axis ", a, " of a scalar");
         if (s[n] != 1) c.error("cannot squeeze axis ", a, " of size ", s[n]);
         drop[n] = 1;
       }
@@ -226,12 +233,14 @@ void register_layout_rules() {
   });
   register_fission_rule("Split", [](FissionContext& c) {
     TensorId x = c.input(0);
+    if (c.rank(x) == 0) c.error("cannot split a scalar");
     int64_t axis = normalize_axis(c.attr_i("axis", 0), c.rank(x));
     int64_t dim = c.shape(x)[axis];
     std::vector<int64_t> split = c.has_input(1) ? c.constant_ints(1) : c.attr_ints("split");
     int n = c.num_outputs();
     if (split.empty()) {
       int64_t parts = c.attr_i("num_outputs", n);
+      if (parts <= 0) c.error("Split needs at least one output");
       int64_t chunk = (dim + parts - 1) / parts;
       for (int64_t i = 0; i < parts; ++i) split.push_back(std::min(chunk, dim - i * chunk));
     }
@@ -294,7 +303,9 @@ void register_layout_rules() {
       if (repeats[i] < 0) c.error("negative repeat");
       interleaved_one.insert(interleaved_one.end(), {1, s[i]});
       interleaved.insert(interleaved.end(), {repeats[i], s[i]});
-      out.push_back(repeats[i] * s[i]);
+      int64_t n;
+      if (__builtin_mul_overflow(repeats[i], s[i], &n)) c.error("repeats ", repeats[i], " overflow dimension ", i);
+      out.push_back(n);
     }
     TensorId y = c.reshape(broadcast_to(c, c.reshape(x, interleaved_one), interleaved), out);
     c.set_output(0, y == x ? c.unary(PrimOp::Copy, x) : y);

@@ -129,7 +129,9 @@ ImportedModel import_onnx_model(const onnx::ModelProto& model, const std::string
     }
     if (!vi.type().has_tensor_type()) fail("input '", vi.name(), "' is not a tensor");
     DType dtype = dtype_from_onnx(vi.type().tensor_type().elem_type(), "input '" + vi.name() + "'");
-    names[vi.name()] = g.add_input(vi.name(), dtype, input_shape(vi, options));
+    Shape shape = input_shape(vi, options);
+    checked_num_elements(shape, dtype_size(dtype), "input '" + vi.name() + "'");
+    names[vi.name()] = g.add_input(vi.name(), dtype, std::move(shape));
     result.input_names.push_back(vi.name());
   }
   for (const auto& [name, shape] : options.input_shapes)

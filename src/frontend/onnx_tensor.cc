@@ -77,42 +77,43 @@ TensorData tensor_from_proto(const onnx::TensorProto& proto, const std::string& 
   Shape shape(proto.dims().begin(), proto.dims().end());
   for (int64_t d : shape)
     if (d < 0) fail(what, " has a negative dimension");
-  int64_t n = 1;
-  for (int64_t d : shape) {
-    if (d != 0 && n > (int64_t{1} << 40) / d) fail(what, " is impossibly large: ", shape_str(shape));
-    n *= d;
-  }
-  TensorData t(dtype, shape);
-  size_t bytes = t.byte_size();
+  int64_t n = checked_num_elements(shape, dtype_size(dtype), what);
+  size_t bytes = static_cast<size_t>(n) * dtype_size(dtype);
+  // Validate the payload size before allocating: a tiny file may declare a huge shape.
   if (proto.data_location() == onnx::TensorProto::EXTERNAL) {
     std::string raw = read_external(proto, base_dir, what, bytes);
-    std::memcpy(t.raw(), raw.data(), bytes);
+    TensorData t(dtype, shape);
+    if (bytes) std::memcpy(t.raw(), raw.data(), bytes);
     return t;
   }
   if (proto.has_raw_data()) {
     if (proto.raw_data().size() != bytes)
       fail(what, ": raw_data has ", proto.raw_data().size(), " bytes, expected ", bytes, " for ", dtype_name(dtype), shape_str(shape));
-    std::memcpy(t.raw(), proto.raw_data().data(), bytes);
+    TensorData t(dtype, shape);
+    if (bytes) std::memcpy(t.raw(), proto.raw_data().data(), bytes);
     return t;
   }
   auto check_count = [&](int count) {
     if (count != n) fail(what, ": has ", count, " values, expected ", n, " for shape ", shape_str(shape));
   };
   switch (dtype) {
+    case DType::F32: check_count(proto.float_data_size()); break;
+    case DType::F64: check_count(proto.double_data_size()); break;
+    case DType::I64: check_count(proto.int64_data_size()); break;
+    default: check_count(proto.int32_data_size()); break;
+  }
+  TensorData t(dtype, shape);
+  switch (dtype) {
     case DType::F32:
-      check_count(proto.float_data_size());
       for (int64_t i = 0; i < n; ++i) t.data<float>()[i] = proto.float_data(i);
       break;
     case DType::F64:
-      check_count(proto.double_data_size());
       for (int64_t i = 0; i < n; ++i) t.data<double>()[i] = proto.double_data(i);
       break;
     case DType::I64:
-      check_count(proto.int64_data_size());
       for (int64_t i = 0; i < n; ++i) t.data<int64_t>()[i] = proto.int64_data(i);
       break;
     default:  // int32, int8, uint8, bool are stored in int32_data
-      check_count(proto.int32_data_size());
       for (int64_t i = 0; i < n; ++i) t.set_i64(i, proto.int32_data(i));
       break;
   }

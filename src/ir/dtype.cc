@@ -40,6 +40,26 @@ int64_t num_elements(const Shape& shape) {
   return n;
 }
 
+namespace {
+size_t g_max_tensor_bytes = size_t{1} << 34;
+}  // namespace
+
+size_t max_tensor_bytes() { return g_max_tensor_bytes; }
+void set_max_tensor_bytes(size_t bytes) { g_max_tensor_bytes = bytes; }
+
+int64_t checked_num_elements(const Shape& shape, size_t elem_size, const std::string& what) {
+  for (int64_t d : shape)
+    if (d < 0) fail(what, " has a negative dimension: ", shape_str(shape));
+  if (std::find(shape.begin(), shape.end(), 0) != shape.end()) return 0;
+  int64_t limit = static_cast<int64_t>(max_tensor_bytes() / std::max<size_t>(elem_size, 1));
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (n > limit / d) fail(what, " is too large: ", shape_str(shape), " exceeds ", max_tensor_bytes(), " bytes");
+    n *= d;
+  }
+  return n;
+}
+
 std::string shape_str(const Shape& shape) {
   std::string s = "[";
   for (size_t i = 0; i < shape.size(); ++i) {

@@ -16,6 +16,12 @@ bool is_floating(DType t);
 using Shape = std::vector<int64_t>;
 
 int64_t num_elements(const Shape& shape);
+// Like num_elements, but throws korch::Error when a dimension is negative or the element
+// count (times `elem_size` bytes) exceeds max_tensor_bytes(). `what` names the tensor.
+int64_t checked_num_elements(const Shape& shape, size_t elem_size, const std::string& what);
+// Largest tensor korch will allocate or accept from a model (default 16 GiB).
+size_t max_tensor_bytes();
+void set_max_tensor_bytes(size_t bytes);
 std::string shape_str(const Shape& shape);
 // Row-major strides of a shape, in elements.
 std::vector<int64_t> strides_of(const Shape& shape);

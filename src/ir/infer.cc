@@ -179,7 +179,8 @@ void infer_primitive(PrimOp op, const std::vector<const TensorInfo*>& in, const 
       KORCH_CHECK(static_cast<int64_t>(pads.size()) == 2 * rank, "pads size");
       Shape out = x;
       for (int64_t i = 0; i < rank; ++i) {
-        out[i] = x[i] + pads[i] + pads[rank + i];
+        if (__builtin_add_overflow(x[i], pads[i], &out[i]) || __builtin_add_overflow(out[i], pads[rank + i], &out[i]))
+          fail("Pad pads overflow");
         if (out[i] < 0) fail("Pad produces a negative dimension");
       }
       const std::string& mode = a.s("mode");

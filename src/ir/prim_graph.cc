@@ -36,6 +36,7 @@ TensorId PrimGraph::add_primitive(PrimOp op, std::vector<TensorId> inputs, Attrs
   }
   TensorInfo out;
   infer_primitive(op, infos, attrs, &out.dtype, &out.shape);
+  checked_num_elements(out.shape, dtype_size(out.dtype), str_cat(prim_op_name(op), " output"));
   out.name = output_name.empty() ? "t" + std::to_string(tensors_.size()) : output_name;
   out.producer = static_cast<PrimId>(prims_.size());
   tensors_.push_back(std::move(out));

@@ -1,13 +1,25 @@
 #include "ir/tensor_data.h"
 
+#include <cmath>
+#include <limits>
+
 #include "util/error.h"
 
 namespace korch {
 
-TensorData::TensorData(DType dtype, Shape shape)
-    : dtype_(dtype), shape_(std::move(shape)), bytes_(num_elements(shape_) * dtype_size(dtype)) {
-  for (int64_t d : shape_)
-    if (d < 0) fail("negative dimension in shape ", shape_str(shape_));
+namespace {
+// double -> integer without undefined behaviour: NaN becomes 0, out-of-range values saturate.
+template <typename T>
+T saturate(double v) {
+  if (std::isnan(v)) return 0;
+  if (v <= static_cast<double>(std::numeric_limits<T>::min())) return std::numeric_limits<T>::min();
+  if (v >= static_cast<double>(std::numeric_limits<T>::max())) return std::numeric_limits<T>::max();
+  return static_cast<T>(v);
+}
+}  // namespace
+
+TensorData::TensorData(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape)) {
+  bytes_.resize(checked_num_elements(shape_, dtype_size(dtype), "tensor") * dtype_size(dtype));
 }
 
 double TensorData::get_f64(int64_t i) const {
@@ -25,8 +37,8 @@ double TensorData::get_f64(int64_t i) const {
 
 int64_t TensorData::get_i64(int64_t i) const {
   switch (dtype_) {
-    case DType::F32: return static_cast<int64_t>(data<float>()[i]);
-    case DType::F64: return static_cast<int64_t>(data<double>()[i]);
+    case DType::F32: return saturate<int64_t>(data<float>()[i]);
+    case DType::F64: return saturate<int64_t>(data<double>()[i]);
     case DType::I64: return data<int64_t>()[i];
     case DType::I32: return data<int32_t>()[i];
     case DType::I8: return data<int8_t>()[i];
@@ -40,10 +52,10 @@ void TensorData::set_f64(int64_t i, double v) {
   switch (dtype_) {
     case DType::F32: data<float>()[i] = static_cast<float>(v); return;
     case DType::F64: data<double>()[i] = v; return;
-    case DType::I64: data<int64_t>()[i] = static_cast<int64_t>(v); return;
-    case DType::I32: data<int32_t>()[i] = static_cast<int32_t>(v); return;
-    case DType::I8: data<int8_t>()[i] = static_cast<int8_t>(v); return;
-    case DType::U8: data<uint8_t>()[i] = static_cast<uint8_t>(v); return;
+    case DType::I64: data<int64_t>()[i] = saturate<int64_t>(v); return;
+    case DType::I32: data<int32_t>()[i] = saturate<int32_t>(v); return;
+    case DType::I8: data<int8_t>()[i] = saturate<int8_t>(v); return;
+    case DType::U8: data<uint8_t>()[i] = saturate<uint8_t>(v); return;
     case DType::Bool: data<uint8_t>()[i] = v != 0.0; return;
   }
 }

@@ -97,7 +97,7 @@ Plan make_plan(const PrimGraph& g, std::string strategy, std::vector<Kernel> ker
     // Baselines are measured in full. A fused baseline kernel the backend cannot generate is
     // split into single-primitive kernels (those run on the reference fallback only when no
     // backend generates them either), as a compiler would fall back to unfused code.
-    if (prices.measuring() && plan.strategy != "per-primitive") {
+    if (prices.measuring()) {
       if (k.prims.size() > 1 && !prices.measure(k, false)) {
         for (PrimId p : k.prims) {
           Kernel single = make_kernel(g, {p});
@@ -170,7 +170,7 @@ OptimizeResult optimize(const PrimGraph& g, CostModel& cost, const OptimizeOptio
   std::vector<Kernel> per_prim = kernels_from_groups(g, per_primitive_groups(g));
   result.greedy = make_plan(g, "greedy", greedy, prices, cost_name);
   result.per_op = make_plan(g, "per-op", per_op, prices, cost_name);
-  result.per_primitive = make_plan(g, "per-primitive", per_prim, prices, cost.name());
+  result.per_primitive = make_plan(g, "per-primitive", per_prim, prices, cost_name);
 
   PartitionOptions popts = options.partition;
   popts.max_prims = std::min(popts.max_prims, kMaxPartitionPrims);

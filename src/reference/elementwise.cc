@@ -35,10 +35,16 @@ double unary_f(PrimOp op, double x) {
   fail("reference: ", prim_op_name(op), " is not a unary float op");
 }
 
+// Two's-complement wrapping arithmetic (what ONNX runtimes do for integer overflow; signed
+// overflow is undefined behaviour in C++).
+int64_t wrap_add(int64_t a, int64_t b) { return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b)); }
+int64_t wrap_sub(int64_t a, int64_t b) { return static_cast<int64_t>(static_cast<uint64_t>(a) - static_cast<uint64_t>(b)); }
+int64_t wrap_mul(int64_t a, int64_t b) { return static_cast<int64_t>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b)); }
+
 int64_t unary_i(PrimOp op, int64_t x) {
   switch (op) {
-    case PrimOp::Neg: return -x;
-    case PrimOp::Abs: return x < 0 ? -x : x;
+    case PrimOp::Neg: return wrap_sub(0, x);
+    case PrimOp::Abs: return x < 0 ? wrap_sub(0, x) : x;
     case PrimOp::Sign: return x > 0 ? 1 : (x < 0 ? -1 : 0);
     case PrimOp::Not: return x == 0;
     case PrimOp::Relu: return x > 0 ? x : 0;
@@ -83,8 +89,8 @@ int64_t ipow(int64_t a, int64_t b) {
   if (b < 0) return a == 1 ? 1 : (a == -1 ? (b % 2 ? -1 : 1) : 0);
   int64_t r = 1;
   while (b) {
-    if (b & 1) r *= a;
-    a *= a;
+    if (b & 1) r = wrap_mul(r, a);
+    a = wrap_mul(a, a);
     b >>= 1;
   }
   return r;
@@ -92,17 +98,19 @@ int64_t ipow(int64_t a, int64_t b) {
 
 int64_t binary_i(PrimOp op, int64_t a, int64_t b, bool c_fmod) {
   switch (op) {
-    case PrimOp::Add: return a + b;
-    case PrimOp::Sub: return a - b;
-    case PrimOp::Mul: return a * b;
+    case PrimOp::Add: return wrap_add(a, b);
+    case PrimOp::Sub: return wrap_sub(a, b);
+    case PrimOp::Mul: return wrap_mul(a, b);
     case PrimOp::Div:
       if (b == 0) fail("integer division by zero");
+      if (b == -1) return wrap_sub(0, a);  // INT64_MIN / -1 traps (SIGFPE)
       return a / b;
     case PrimOp::Pow: return ipow(a, b);
     case PrimOp::Max: return a > b ? a : b;
     case PrimOp::Min: return a < b ? a : b;
     case PrimOp::Mod: {
       if (b == 0) fail("integer modulo by zero");
+      if (b == -1) return 0;  // INT64_MIN % -1 traps (SIGFPE)
       int64_t r = a % b;
       if (!c_fmod && r != 0 && ((r < 0) != (b < 0))) r += b;
       return r;

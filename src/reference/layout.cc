@@ -1,5 +1,6 @@
 // Reference layout primitives (pure data movement, any dtype) and Resize (separable 1-D
 // interpolation per axis, following the ONNX Resize specification).
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -152,8 +153,17 @@ TensorData resize(const Primitive& prim, const TensorData& x, DType out_dtype, c
   std::vector<double> cur = x.to_f64();
   int64_t rank = static_cast<int64_t>(cur_shape.size());
   double extrapolation = prim.attrs.f("extrapolation_value");
+  if (num_elements(out_shape) == 0) return TensorData(out_dtype, out_shape);
+  for (int64_t d : cur_shape) KORCH_CHECK(d > 0, "Resize of an empty tensor to a non-empty one");
+  // Axes are independent: shrink before growing, so no intermediate exceeds max(in, out).
+  std::vector<int64_t> order(rank);
+  for (int64_t i = 0; i < rank; ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+    return static_cast<double>(out_shape[a]) * static_cast<double>(cur_shape[b]) <
+           static_cast<double>(out_shape[b]) * static_cast<double>(cur_shape[a]);
+  });
   std::vector<Tap> taps;
-  for (int64_t axis = 0; axis < rank; ++axis) {
+  for (int64_t axis : order) {
     int64_t in_len = cur_shape[axis], out_len = out_shape[axis];
     if (in_len == out_len && prim.attrs.floats("scales")[axis] == 1.0 &&
         prim.attrs.s("coord_mode") != "tf_crop_and_resize")

@@ -185,7 +185,7 @@ void print_summary(const OptimizeRun& run, const MachineFigures& m) {
 }
 
 int run_optimize(const std::string& model_path, const std::vector<std::string>& shapes, const std::string& out,
-                 const std::string& dot_path, const OptimizeFlags& flags) {
+                 const std::string& dot_path, const std::string& baseline_dir, const OptimizeFlags& flags) {
   ImportedModel m = import_onnx_file(model_path, import_options(shapes));
   std::cout << "model: " << model_path << "  (" << m.graph.num_prims() << " primitives)\n";
   OptimizeRun run = run_optimizer(m.graph, flags);
@@ -194,6 +194,14 @@ int run_optimize(const std::string& model_path, const std::vector<std::string>& 
   if (!out.empty()) {
     save_plan(m.graph, r.korch, out);
     std::cout << "wrote " << out << "\n";
+  }
+  if (!baseline_dir.empty()) {
+    std::filesystem::create_directories(baseline_dir);
+    for (const Plan* p : {&r.greedy, &r.per_op, &r.per_primitive}) {
+      std::string path = baseline_dir + "/" + p->strategy + ".json";
+      save_plan(m.graph, *p, path);
+      std::cout << "wrote " << path << "\n";
+    }
   }
   if (!dot_path.empty()) {
     std::ofstream f(dot_path);
@@ -212,8 +220,8 @@ std::vector<TensorData> random_inputs(const PrimGraph& g, uint32_t seed) {
 }
 
 int run_model(const std::string& model_path, const std::vector<std::string>& shapes, const std::string& plan_path,
-              const std::vector<std::string>& input_specs, const std::string& out_dir, bool profile,
-              const OptimizeFlags& flags) {
+              const std::vector<std::string>& input_specs, const std::string& out_dir, bool profile, bool serve,
+              bool random, const OptimizeFlags& flags) {
   ImportedModel m = import_onnx_file(model_path, import_options(shapes));
   Plan plan = plan_path.empty() ? run_optimizer(m.graph, flags, "measured").result.korch : load_plan(m.graph, plan_path);
   std::map<std::string, TensorData> given;
@@ -222,17 +230,29 @@ int run_model(const std::string& model_path, const std::vector<std::string>& sha
     if (eq == std::string::npos) fail("--input expects NAME=FILE.pb (got '", spec, "')");
     given[spec.substr(0, eq)] = read_tensor_file(spec.substr(eq + 1));
   }
-  std::vector<TensorData> inputs;
-  for (TensorId t : m.graph.inputs()) {
-    const std::string& name = m.graph.tensor(t).name;
+  std::vector<TensorData> inputs = random ? random_inputs(m.graph, 1) : std::vector<TensorData>{};
+  for (size_t i = 0; i < m.graph.inputs().size() && !random; ++i) {
+    const std::string& name = m.graph.tensor(m.graph.inputs()[i]).name;
     auto it = given.find(name);
-    if (it == given.end()) fail("no value for input '", name, "': pass --input ", name, "=FILE.pb (an ONNX TensorProto)");
+    if (it == given.end())
+      fail("no value for input '", name, "': pass --input ", name, "=FILE.pb (an ONNX TensorProto) or --random-inputs");
     inputs.push_back(it->second);
     given.erase(it);
   }
   if (!given.empty()) fail("--input names '", given.begin()->first, "', which is not an input of the model");
   korch::Executor runtime(m.graph, plan, flags.threads);
   runtime.set_profiling(profile);
+  if (serve) {
+    // Benchmark peer mode: one run per line on stdin, its wall time (ms) on stdout.
+    std::cout << "ready " << plan.kernels.size() << " kernels" << std::endl;
+    std::string line;
+    while (std::getline(std::cin, line) && line != "quit") {
+      auto s0 = std::chrono::steady_clock::now();
+      runtime.run(inputs);
+      std::cout << std::chrono::duration<double>(std::chrono::steady_clock::now() - s0).count() * 1e3 << std::endl;
+    }
+    return 0;
+  }
   auto t0 = std::chrono::steady_clock::now();
   std::vector<TensorData> outputs = runtime.run(inputs);
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -413,6 +433,8 @@ int main(int argc, char** argv) {
   opt->add_option("model", model_path, "ONNX model file")->required();
   opt->add_option("-o,--output", out_path, "Write the plan as JSON");
   opt->add_option("--dot", dot_path, "Write the primitive graph coloured by kernel");
+  std::string baseline_dir;
+  opt->add_option("--baselines", baseline_dir, "Also write greedy.json, per-op.json, per-primitive.json into this folder");
   opt->add_option("--input-shape", shapes, "Fix an input shape: NAME=D0,D1,...");
   add_optimize_flags(opt);
 
@@ -426,6 +448,9 @@ int main(int argc, char** argv) {
   runc->add_option("--output", out_dir, "Write output_K.pb files into this folder");
   runc->add_option("--input-shape", shapes, "Fix an input shape: NAME=D0,D1,...");
   runc->add_flag("--profile", profile, "Print per-kernel times");
+  bool serve = false, random = false;
+  runc->add_flag("--serve", serve, "Benchmark peer mode: run once per line read from stdin, print ms");
+  runc->add_flag("--random-inputs", random, "Use random inputs instead of --input files");
   add_optimize_flags(runc);
 
   int rounds = 20;
@@ -445,10 +470,10 @@ int main(int argc, char** argv) {
   try {
     if (*inspect) return korch::run_inspect(model_path, shapes, dot_path, print);
     if (*check) return korch::run_check(case_dir, backend, shapes, tol, plan_spec, flags);
-    if (*opt) return korch::run_optimize(model_path, shapes, out_path, dot_path, flags);
+    if (*opt) return korch::run_optimize(model_path, shapes, out_path, dot_path, baseline_dir, flags);
     if (*cal) return korch::run_calibrate(threads, machine_out);
     if (*bench) return korch::run_bench(model_path, shapes, std::max(rounds, 3), json_path, flags);
-    if (*runc) return korch::run_model(model_path, shapes, plan_spec, input_specs, out_dir, profile, flags);
+    if (*runc) return korch::run_model(model_path, shapes, plan_spec, input_specs, out_dir, profile, serve, random, flags);
   } catch (const korch::Error& e) {
     std::cerr << "error: " << e.what() << "\n";
     return 1;

@@ -1,0 +1,26 @@
+#!/bin/bash
+# Runs `korch check --backend cpu` with the korch, greedy and per-op plans (measured costs,
+# one profile cache per model) on every exported model case under CASES_DIR, then
+# `korch bench` on each. Slow (tens of minutes cold); not part of the default test suite.
+# Usage: bench/check_cpu_models.sh CASES_DIR [OUT_DIR]
+set -uo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+korch=$here/build/korch
+cases=$1
+out=${2:-$here/build/cpu_models}
+mkdir -p "$out"
+status=0
+for case_dir in "$cases"/*/; do
+  name=$(basename "$case_dir")
+  [ -f "$case_dir/model.onnx" ] || continue
+  cache=$out/$name.sqlite
+  for plan in korch greedy per-op; do
+    start=$(date +%s.%N)
+    if "$korch" check "$case_dir" --backend cpu --plan $plan --cache "$cache" > "$out/${name}_$plan.log" 2>&1; then v=PASS; else v=FAIL; status=1; fi
+    printf '%-36s %-8s %s  %.0f s  %s\n' "$name" "$plan" "$v" "$(echo "$(date +%s.%N) - $start" | bc)" \
+      "$(grep -o "max abs [^,]*, max rel [^,]*" "$out/${name}_$plan.log" | head -1)"
+  done
+  "$korch" bench "$case_dir/model.onnx" --cache "$cache" --json "$out/${name}_bench.json" > "$out/${name}_bench.log" 2>&1 \
+    && grep -E "^(per-op|greedy|korch) |korch vs greedy" "$out/${name}_bench.log" | sed "s/^/  $name: /"
+done
+exit $status

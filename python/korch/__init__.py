@@ -1,0 +1,44 @@
+"""korch: optimal kernel orchestration for tensor programs.
+
+    import korch, numpy as np
+    plan = korch.optimize("model.onnx")                 # analytic costs; cost="measured" profiles
+    print(plan.summary())
+    plan.save("plan.json")
+    sess = korch.Session("model.onnx", plan)            # or plan="plan.json", or None (optimize now)
+    out = sess.run({"input": np.zeros(sess.input_shapes["input"], np.float32)})
+
+Errors raised by korch itself (unsupported model, plan made for another model, bad file...) are
+``korch.Error``, a subclass of ``RuntimeError`` whose message is korch's one-line explanation.
+``Session.run`` raises ``KeyError`` for a missing or unknown input name and ``ValueError`` for an
+input of the wrong dtype or shape.
+"""
+
+from ._korch import (  # noqa: F401
+    Error,
+    Plan,
+    Session,
+    default_cache_path,
+    load_plan,
+    optimize,
+    read_tensor,
+)
+
+KorchError = Error
+
+# Show the public names as korch.X rather than korch._korch.X (reprs, tracebacks).
+for _cls in (Error, Plan, Session):
+    _cls.__module__ = __name__
+del _cls
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Error",
+    "KorchError",
+    "Plan",
+    "Session",
+    "default_cache_path",
+    "load_plan",
+    "optimize",
+    "read_tensor",
+]
