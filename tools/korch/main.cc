@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "check/test_case.h"
+#include "export_command.h"
 #include "frontend/onnx_import.h"
 #include "frontend/onnx_tensor.h"
 #include "cost/analytic.h"
@@ -462,6 +463,14 @@ int main(int argc, char** argv) {
   bench->add_option("--input-shape", shapes, "Fix an input shape: NAME=D0,D1,...");
   add_optimize_flags(bench);
 
+  std::string export_plan, export_out;
+  CLI::App* exp = app.add_subcommand("export", "Write a deployable package (C API, AOT Halide kernels) of a model + plan");
+  exp->add_option("model", model_path, "ONNX model file")->required();
+  exp->add_option("--input-shape", shapes, "Fix an input shape: NAME=D0,D1,...");
+  exp->add_option("--plan", export_plan, "Plan file (korch optimize -o)")->required();
+  exp->add_option("-o,--output", export_out, "Package folder")->required();
+  exp->add_option("--threads", threads, "Package default threads (default 2)");
+
   CLI::App* cal = app.add_subcommand("calibrate", "Measure memory bandwidth and GEMM rate for the cost model");
   cal->add_option("--threads", threads, "Threads (default 2)");
   cal->add_option("-o,--output", machine_out, "Where to write the figures (default: the user cache)");
@@ -472,6 +481,7 @@ int main(int argc, char** argv) {
     if (*check) return korch::run_check(case_dir, backend, shapes, tol, plan_spec, flags);
     if (*opt) return korch::run_optimize(model_path, shapes, out_path, dot_path, baseline_dir, flags);
     if (*cal) return korch::run_calibrate(threads, machine_out);
+    if (*exp) return korch::run_export(model_path, shapes, export_plan, export_out, threads);
     if (*bench) return korch::run_bench(model_path, shapes, std::max(rounds, 3), json_path, flags);
     if (*runc) return korch::run_model(model_path, shapes, plan_spec, input_specs, out_dir, profile, serve, random, flags);
   } catch (const korch::Error& e) {

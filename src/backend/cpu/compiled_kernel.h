@@ -9,6 +9,12 @@
 
 #include "orchestrate/kernel.h"
 
+namespace Halide {
+class ImageParam;
+class Pipeline;
+struct Target;
+}  // namespace Halide
+
 namespace korch::cpu {
 
 class CompiledKernel {
@@ -20,6 +26,11 @@ class CompiledKernel {
 
 // Memory-bound kernels (no Linear primitive) as Halide 14 JIT pipelines.
 std::unique_ptr<CompiledKernel> compile_halide_kernel(const PrimGraph& g, const Kernel& k, std::string* why_not);
+// The Halide pipeline of a memory-bound kernel with its schedule for `target` (what
+// compile_halide_kernel JIT-compiles; `korch export` compiles it ahead of time). params: one
+// ImageParam per k.inputs, in order. false (and why_not) when Halide cannot implement it.
+bool build_halide_pipeline(const PrimGraph& g, const Kernel& k, const Halide::Target& target, Halide::Pipeline* pipeline,
+                           std::vector<Halide::ImageParam>* params, std::string* description, std::string* why_not);
 // Kernels with one Linear primitive (MatMul / Conv / ConvTranspose) plus an elementwise
 // epilogue as oneDNN 2.6 primitives with post-ops.
 std::unique_ptr<CompiledKernel> compile_onednn_kernel(const PrimGraph& g, const Kernel& k, std::string* why_not);

@@ -501,15 +501,15 @@ bool halide_supports(const PrimGraph& g, const Kernel& k, std::string* why_not) 
   return false;
 }
 
-std::unique_ptr<CompiledKernel> compile_halide_kernel(const PrimGraph& g, const Kernel& k, std::string* why_not) {
+bool build_halide_pipeline(const PrimGraph& g, const Kernel& k, const Halide::Target& target, Halide::Pipeline* pipeline,
+                           std::vector<Halide::ImageParam>* params, std::string* description, std::string* why_not) {
   if (k.num_linear > 0) {
     if (why_not) *why_not = "kernel has a Linear primitive";
-    return nullptr;
+    return false;
   }
   try {
     Generator gen(g, k);
     Func out = gen.build();
-    Halide::Target target = Halide::get_jit_target_from_environment();
     int vector = std::max(4, target.natural_vector_size(storage_type(g.tensor(k.output).dtype)));
     OutputSchedule schedule = schedule_output(out, g.tensor(k.output).shape, vector, transposes_innermost(g, k));
     // Reductions and windows feeding the output are computed per parallel slice of it (so a
@@ -535,15 +535,29 @@ std::unique_ptr<CompiledKernel> compile_halide_kernel(const PrimGraph& g, const 
         f.vectorize(v[0], vector, Halide::TailStrategy::GuardWithIf);
         reductions += ", shared values per slice";
       }
-    Halide::Pipeline pipeline(out);
-    pipeline.jit_handlers().custom_do_par_for = omp_do_par_for;
-    pipeline.compile_jit(target);
-    std::vector<ImageParam> params;
-    for (TensorId t : k.inputs) params.push_back(gen.params().at(t));
-    return std::make_unique<HalideKernel>(g, k, std::move(pipeline), std::move(params),
-                                          str_cat("halide: ", schedule.text, reductions));
+    *pipeline = Halide::Pipeline(out);
+    params->clear();
+    for (TensorId t : k.inputs) params->push_back(gen.params().at(t));
+    if (description) *description = str_cat("halide: ", schedule.text, reductions);
+    return true;
   } catch (const Unsupported& u) {
     if (why_not) *why_not = u.why;
+  } catch (const Halide::Error& e) {
+    if (why_not) *why_not = str_cat("Halide: ", e.what());
+  }
+  return false;
+}
+
+std::unique_ptr<CompiledKernel> compile_halide_kernel(const PrimGraph& g, const Kernel& k, std::string* why_not) {
+  Halide::Target target = Halide::get_jit_target_from_environment();
+  Halide::Pipeline pipeline;
+  std::vector<ImageParam> params;
+  std::string description;
+  if (!build_halide_pipeline(g, k, target, &pipeline, &params, &description, why_not)) return nullptr;
+  try {
+    pipeline.jit_handlers().custom_do_par_for = omp_do_par_for;
+    pipeline.compile_jit(target);
+    return std::make_unique<HalideKernel>(g, k, std::move(pipeline), std::move(params), std::move(description));
   } catch (const Halide::Error& e) {
     if (why_not) *why_not = str_cat("Halide: ", e.what());
   }
