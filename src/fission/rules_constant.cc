@@ -1,6 +1,7 @@
 // Fission rules for operators that only ever produce constants in static-shape models
 // (Constant, Shape, Size, ConstantOfShape, Range, and ScatterND / GatherElements on constant
-// inputs). They compute their value at import; a non-constant input is a clear error.
+// inputs). They compute their value at import; a non-constant input is a clear error, except
+// ScatterND with constant indices, which becomes Gather + Where over static index maps.
 #include <cmath>
 
 #include "fission/fission.h"
@@ -109,6 +110,42 @@ void register_constant_rules() {
   });
   register_fission_rule("ScatterND", [](FissionContext& c) {
     if (c.attr_s("reduction", "none") != "none") c.error("only reduction='none' is supported");
+    if (!c.is_constant(c.input(0)) || !c.is_constant(c.input(2))) {
+      // Runtime data/updates with constant indices (YOLOX's box decode): out = Where(written,
+      // Gather(flat updates, source index of each element), data), all static index maps.
+      const TensorData& indices = c.constant_input(1);
+      TensorId data = c.input(0), updates = c.input(2);
+      Shape ds = c.shape(data);
+      const Shape& is = indices.shape();
+      if (is.empty()) c.error("indices must have rank >= 1");
+      int64_t k = is.back();
+      if (k > static_cast<int64_t>(ds.size())) c.error("index depth exceeds data rank");
+      int64_t slice = 1;
+      for (size_t i = k; i < ds.size(); ++i) slice *= ds[i];
+      int64_t n = num_elements(is) / std::max<int64_t>(k, 1);
+      if (num_elements(c.shape(updates)) != n * slice) c.error("updates has the wrong number of elements");
+      std::vector<int64_t> st = strides_of(ds);
+      int64_t total = num_elements(ds);
+      TensorData source(DType::I64, {total}), written(DType::Bool, {total});
+      for (int64_t j = 0; j < n; ++j) {
+        int64_t off = 0;
+        for (int64_t d = 0; d < k; ++d) {
+          int64_t idx = indices.get_i64(j * k + d);
+          if (idx < 0) idx += ds[d];
+          if (idx < 0 || idx >= ds[d]) c.error("index out of range");
+          off += idx * st[d];
+        }
+        for (int64_t e = 0; e < slice; ++e) {
+          source.set_i64(off + e, j * slice + e);
+          written.set_i64(off + e, 1);
+        }
+      }
+      TensorId flat = c.reshape(updates, {n * slice});
+      TensorId gathered = c.emit(PrimOp::Gather, {flat, c.constant(std::move(source))}, Attrs().set("axis", int64_t{0}));
+      TensorId mask = c.reshape(c.constant(std::move(written)), ds);
+      c.set_output(0, c.emit(PrimOp::Where, {mask, c.reshape(gathered, ds), data}));
+      return;
+    }
     const TensorData& data = c.constant_input(0);
     const TensorData& indices = c.constant_input(1);
     const TensorData& updates = c.constant_input(2);

@@ -191,6 +191,22 @@ TEST(Fission, DropoutWithZeroRatioInTrainingModeIsIdentity) {
   EXPECT_EQ(reference::run_graph(m.graph, {x})[0].get_f64(1), x.get_f64(1));
 }
 
+TEST(Fission, ScatterNDWithRuntimeDataBecomesGatherWhere) {
+  OnnxBuilder b(13);
+  b.input("data", {4, 3}).input("updates", {2, 3}).output("y");
+  b.initializer("idx", TensorData::from_i64(DType::I64, {2, 1}, {3, -3}));
+  b.node("ScatterND", {"data", "idx", "updates"}, {"y"});
+  ImportedModel m = import_onnx_model(b.model(), ".");
+  EXPECT_EQ(count_op(m.graph, PrimOp::Where), 1);
+  TensorData data = random_tensor({4, 3}, 11), updates = random_tensor({2, 3}, 12);
+  TensorData y = reference::run_graph(m.graph, {data, updates})[0];
+  for (int r = 0; r < 4; ++r)
+    for (int col = 0; col < 3; ++col) {
+      double expect = r == 3 ? updates.get_f64(col) : r == 1 ? updates.get_f64(3 + col) : data.get_f64(r * 3 + col);
+      EXPECT_EQ(y.get_f64(r * 3 + col), expect) << r << "," << col;
+    }
+}
+
 TEST(Fission, NonConstantShapeParameterIsAClearError) {
   OnnxBuilder b(13);
   b.input("x", {2, 3}).input("shape", {2}, onnx::TensorProto::INT64).output("y");
