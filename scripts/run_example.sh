@@ -8,3 +8,5 @@ scripts/build.sh
 ./build/korch check examples/tiny_cnn --backend reference
 ./build/korch optimize examples/tiny_cnn/model.onnx -o build/tiny_cnn_plan.json --dot build/tiny_cnn_plan.dot
 ./build/korch check examples/tiny_cnn --backend reference --plan build/tiny_cnn_plan.json
+# The main job on the CPU: optimise with measured costs (profiled, cached) and run the plan.
+./build/korch check examples/tiny_cnn --backend cpu --plan korch
