@@ -510,7 +510,8 @@ def bench_model(args, name, korch_bin):
     os.makedirs(work, exist_ok=True)
     res = {"model": name, "case": case, "case_dir": os.path.relpath(case_dir, REPO),
            "started": datetime.datetime.now().isoformat(timespec="seconds"),
-           "load_before": [round(x, 2) for x in os.getloadavg()], "failures": []}
+           "load_before": [round(x, 2) for x in os.getloadavg()], "failures": [],
+           "korch_binary_sha256": args.korch_sha, "korch_commit": args.korch_commit}
     t_model = time.perf_counter()
     if not ensure_case(args, name, case, case_dir, res):
         res["failures"].append("export: " + res["export"]["error"])
@@ -897,10 +898,10 @@ def short(msg, n=240):
     return msg if len(msg) <= n else msg[:n - 3] + "..."
 
 
-def fp32_noise(m):
-    """korch fails against ORT, but ORT and PyTorch disagree as much with each other."""
+def fp32_noise(m, key="korch_vs_ort"):
+    """korch fails a check, but ORT and PyTorch disagree about as much with each other."""
     c = m.get("checks", {})
-    k, o = c.get("korch_vs_ort", {}), c.get("ort_vs_torch", {})
+    k, o = c.get(key, {}), c.get("ort_vs_torch", {})
     return (k.get("pass") is False and o.get("pass") is False and "max_abs" in k and "max_abs" in o
             and k["max_abs"] <= 2 * o["max_abs"])
 
@@ -938,7 +939,7 @@ def write_md(data, path, png_name):
       % (v["onnxruntime"], v["torch"], v["transformers"], v["timm"], v["torchvision"], v["yolox"], v["onnx"], v["numpy"]))
     w("| korch backends | Halide: %s; oneDNN: %s; CBC: %s |" % (v["Halide"], v["oneDNN"], v["CBC"]))
     w("| Python | %s |" % env["python"])
-    w("| load average (1/5/15 min) | before: %s; after: %s |" % (
+    w("| load average (1/5/15 min) | before this run: %s; after: %s |" % (
         " / ".join("%.2f" % x for x in data["load_before"]), " / ".join("%.2f" % x for x in data["load_after"])))
     w("")
     busy = [m for m in data["models"] if m.get("cpu_during_rounds", {}).get("foreign_cores", 0) > 0.25]
@@ -1022,6 +1023,13 @@ def write_md(data, path, png_name):
                              ", ".join("`%s`" % o for o in m.get("outputs", [])), m.get("model_mb"),
                              m["started"], m.get("wall_s"), m["load_before"][0], m.get("load_after", ["?"])[0]))
             w("")
+        if m.get("korch_binary_sha256") and m["korch_binary_sha256"] != env["korch_binary_sha256"]:
+            w("**Measured with another korch build** than the one in the header (--merge): commit %s, binary "
+              "sha256 %s." % (m.get("korch_commit"), m["korch_binary_sha256"]))
+            w("")
+        elif "korch_binary_sha256" not in m and data.get("merged"):
+            w("Measured in an earlier run (--merge); its korch build was not recorded.")
+            w("")
         if m.get("failures"):
             w("Failures:")
             w("")
@@ -1102,11 +1110,16 @@ def write_md(data, path, png_name):
             w("| %s | %s | %s |" % (check_cell(c.get("korch_vs_ort")), check_cell(c.get("korch_vs_torch")),
                                     check_cell(c.get("ort_vs_torch"))))
             w("")
-            if fp32_noise(m):
-                w("ONNX Runtime and PyTorch fail the same tolerance against each other, by as much as korch "
-                  "does (max abs %.2g vs korch's %.2g against ORT): on this model the tolerance is below the "
-                  "spread that fp32 summation order causes between correct implementations, so the failure "
-                  "alone is no evidence of a korch error." % (c["ort_vs_torch"]["max_abs"], c["korch_vs_ort"]["max_abs"]))
+            noisy = [k for k in ("korch_vs_ort", "korch_vs_torch") if fp32_noise(m, k)]
+            if noisy:
+                w("ONNX Runtime and PyTorch fail the same tolerance against each other, by about as much as "
+                  "korch does (max abs %.2g; korch %s): on this model the tolerance is below the spread that "
+                  "fp32 summation order causes between correct implementations (largest output magnitude "
+                  "%.3g), so the failure alone is no evidence of a korch error." % (
+                      c["ort_vs_torch"]["max_abs"], ", ".join(
+                          "%.2g vs %s" % (c[k]["max_abs"], "ORT" if k == "korch_vs_ort" else "PyTorch")
+                          for k in noisy),
+                      max(o.get("ref_max_abs", 0) for o in c["ort_vs_torch"].get("outputs", [{}]))))
                 w("")
         km = (e or {}).get("korch", {}).get("median_ms")
         om = (e or {}).get("ort", {}).get("median_ms")
@@ -1234,11 +1247,17 @@ def main(argv=None):
     data = {"environment": environment(args, korch_bin), "args": {k: v for k, v in vars(args).items()
                                                                   if not k.startswith("peer")},
             "command": cmd, "load_before": [round(x, 2) for x in os.getloadavg()], "models": []}
+    args.korch_sha = data["environment"]["korch_binary_sha256"]
+    args.korch_commit = data["environment"]["korch_commit"]
     log("load average before: %s" % data["load_before"])
     old = []
     if args.merge and os.path.exists(os.path.join(args.out_dir, "benchmarks.json")):
         with open(os.path.join(args.out_dir, "benchmarks.json")) as f:
-            old = [m for m in json.load(f).get("models", []) if m["model"] not in models]
+            prev = json.load(f)
+        old = [m for m in prev.get("models", []) if m["model"] not in models]
+        for m in old:  # which korch build measured it (older files have it only in the header)
+            m.setdefault("korch_binary_sha256", prev.get("environment", {}).get("korch_binary_sha256"))
+            m.setdefault("korch_commit", prev.get("environment", {}).get("korch_commit"))
     for name in models:
         log("=== %s" % name)
         try:
@@ -1255,7 +1274,8 @@ def main(argv=None):
                                                    v.get("error", "-")) for k, v in e.items())))
         # write after every model so that an interrupted run still leaves its results
         data["load_after"] = [round(x, 2) for x in os.getloadavg()]
-        partial = dict(data, models=sorted(old + data["models"], key=lambda m: ALL_MODELS.index(m["model"])))
+        partial = dict(data, models=sorted(old + data["models"], key=lambda m: ALL_MODELS.index(m["model"])),
+                       merged=bool(old))
         render(partial, args.out_dir)
     log("load average after: %s" % data["load_after"])
     return 0

@@ -85,7 +85,7 @@ CpuProfiler::CpuProfiler(int threads, ProfileCache* cache, std::function<void(co
 
 std::string CpuProfiler::versions() {
   const dnnl_version_t* v = dnnl_version();
-  return str_cat("halide14 onednn", v->major, ".", v->minor, ".", v->patch, " korch-codegen-1");
+  return str_cat("halide14 onednn", v->major, ".", v->minor, ".", v->patch, " korch-codegen-2");
 }
 
 std::optional<double> CpuProfiler::measure(const PrimGraph& g, const Kernel& k) {

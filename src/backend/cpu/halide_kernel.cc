@@ -1,17 +1,22 @@
-// Memory-bound kernels as Halide 14 JIT pipelines. Every primitive of the kernel becomes a
-// Halide Func over its output coordinates (Halide dimension 0 is the innermost ONNX axis):
-// elementwise and layout primitives are index maps inlined into their consumers; reductions
-// and pooling windows use RDoms and are computed once (never inlined). The output is
-// vectorised along its innermost dimension and parallelised over its outermost non-unit
-// dimension. Halide runs its parallel loops on korch's OpenMP threads (custom do_par_for), so
-// oneDNN and Halide share one pool. Unsupported cases (Linear primitives, integer division,
-// select_last_index arg-reductions, cubic Resize, ...) return nullptr with the reason.
+// Memory-bound kernels as Halide 14 JIT pipelines. Every primitive of the
+// kernel becomes a Halide Func over its output coordinates (Halide dimension 0
+// is the innermost ONNX axis): elementwise and layout primitives are index maps
+// inlined into their consumers; reductions and pooling windows use RDoms and
+// are computed once (never inlined). The output is vectorised along its
+// innermost dimension and parallelised over its outermost non-unit dimension.
+// Halide runs its parallel loops on korch's OpenMP threads (custom do_par_for),
+// so oneDNN and Halide share one pool. Resize reads per-axis tables of the
+// reference's own taps (input index, weight), so it indexes exactly like the
+// reference. Unsupported cases (Linear primitives, integer division,
+// select_last_index arg-reductions, interpolating Resize on integers, ...)
+// return nullptr with the reason.
+#include <Halide.h>
 #include <omp.h>
 
-#include <Halide.h>
 #include <map>
 
 #include "backend/cpu/compiled_kernel.h"
+#include "reference/reference.h"
 #include "util/error.h"
 
 namespace korch::cpu {
@@ -41,8 +46,8 @@ Halide::Type storage_type(DType t) {
   return Halide::Float(32);
 }
 
-int omp_do_par_for(Halide::JITUserContext* ctx, int (*f)(Halide::JITUserContext*, int, uint8_t*), int min, int extent,
-                   uint8_t* closure) {
+int omp_do_par_for(Halide::JITUserContext *ctx, int (*f)(Halide::JITUserContext *, int, uint8_t *), int min, int extent,
+                   uint8_t *closure) {
   int result = 0;
 #pragma omp parallel for schedule(static)
   for (int i = min; i < min + extent; ++i) {
@@ -58,20 +63,20 @@ int omp_do_par_for(Halide::JITUserContext* ctx, int (*f)(Halide::JITUserContext*
 // Builds the Funcs of one kernel.
 class Generator {
  public:
-  Generator(const PrimGraph& g, const Kernel& k) : g_(g), k_(k) {}
+  Generator(const PrimGraph &g, const Kernel &k) : g_(g), k_(k) {}
 
   Func build() {
     for (size_t i = 0; i < k_.inputs.size(); ++i) {
-      const TensorInfo& t = g_.tensor(k_.inputs[i]);
-      params_.emplace(k_.inputs[i], ImageParam(storage_type(t.dtype), static_cast<int>(t.shape.size()),
-                                               "in" + std::to_string(i)));
+      const TensorInfo &t = g_.tensor(k_.inputs[i]);
+      params_.emplace(k_.inputs[i],
+                      ImageParam(storage_type(t.dtype), static_cast<int>(t.shape.size()), "in" + std::to_string(i)));
     }
     for (PrimId p : k_.prims) define(p);
     return funcs_.at(k_.output);
   }
-  const std::map<TensorId, ImageParam>& params() const { return params_; }
-  const std::vector<Func>& materialised() const { return materialised_; }
-  const std::vector<Func>& shared() const { return shared_; }
+  const std::map<TensorId, ImageParam> &params() const { return params_; }
+  const std::vector<Func> &materialised() const { return materialised_; }
+  const std::vector<Func> &shared() const { return shared_; }
 
  private:
   static std::vector<Var> vars(size_t rank) {
@@ -80,22 +85,22 @@ class Generator {
     return v;
   }
   // ONNX-order index expressions for Halide vars (x0 innermost).
-  static std::vector<Expr> onnx_index(const std::vector<Var>& v) {
+  static std::vector<Expr> onnx_index(const std::vector<Var> &v) {
     std::vector<Expr> idx(v.size());
     for (size_t a = 0; a < v.size(); ++a) idx[a] = v[v.size() - 1 - a];
     return idx;
   }
   // Value of tensor t at ONNX index `idx` (in range).
-  Expr at(TensorId t, const std::vector<Expr>& idx) {
+  Expr at(TensorId t, const std::vector<Expr> &idx) {
     std::vector<Expr> rev(idx.rbegin(), idx.rend());
     auto f = funcs_.find(t);
     if (f != funcs_.end()) return rev.empty() ? f->second() : f->second(rev);
-    ImageParam& p = params_.at(t);
+    ImageParam &p = params_.at(t);
     return rev.empty() ? p() : p(rev);
   }
   // Value of tensor t broadcast to an output of rank `out_rank` at `idx`.
-  Expr broadcast_at(TensorId t, const std::vector<Expr>& idx) {
-    const Shape& s = g_.tensor(t).shape;
+  Expr broadcast_at(TensorId t, const std::vector<Expr> &idx) {
+    const Shape &s = g_.tensor(t).shape;
     size_t shift = idx.size() - s.size();
     std::vector<Expr> in(s.size());
     for (size_t j = 0; j < s.size(); ++j) in[j] = s[j] == 1 ? Expr(0) : idx[shift + j];
@@ -103,13 +108,14 @@ class Generator {
   }
   Expr as_bool(Expr e) { return e.type().is_bool() ? e : e != Halide::cast(e.type(), 0); }
   Expr store(Expr e, DType t) {
-    if (e.type().is_bool()) return Halide::select(e, Halide::cast(storage_type(t), 1), Halide::cast(storage_type(t), 0));
+    if (e.type().is_bool())
+      return Halide::select(e, Halide::cast(storage_type(t), 1), Halide::cast(storage_type(t), 0));
     return Halide::cast(storage_type(t), e);
   }
 
   void define(PrimId p) {
-    const Primitive& prim = g_.prim(p);
-    const TensorInfo& out = g_.tensor(prim.output);
+    const Primitive &prim = g_.prim(p);
+    const TensorInfo &out = g_.tensor(prim.output);
     std::vector<Var> v = vars(out.shape.size());
     std::vector<Expr> idx = onnx_index(v);
     Func f("p" + std::to_string(p) + "_" + prim_op_name(prim.op));
@@ -123,18 +129,21 @@ class Generator {
       case PrimKind::Linear: throw Unsupported{"Linear primitives belong to oneDNN kernels"};
     }
     std::vector<Halide::Var> hv(v.begin(), v.end());
-    if (hv.empty()) f() = store(value, out.dtype);
-    else f(hv) = store(value, out.dtype);
+    if (hv.empty())
+      f() = store(value, out.dtype);
+    else
+      f(hv) = store(value, out.dtype);
     if (prim_kind(prim.op) == PrimKind::Reduce || prim_kind(prim.op) == PrimKind::Window) {
       if (prim.output != k_.output) materialised_.push_back(f);
     } else if (prim.output != k_.output && consumers_inside(prim.output) > 1 && !out.shape.empty()) {
-      // Read by several primitives of the kernel: computed once per slice, not re-inlined.
+      // Read by several primitives of the kernel: computed once per slice, not
+      // re-inlined.
       shared_.push_back(f);
     }
     funcs_.emplace(prim.output, f);
   }
 
-  Expr elementwise(const Primitive& prim, const std::vector<Expr>& idx, DType out_dtype) {
+  Expr elementwise(const Primitive &prim, const std::vector<Expr> &idx, DType out_dtype) {
     std::vector<Expr> a;
     for (TensorId t : prim.inputs) a.push_back(broadcast_at(t, idx));
     DType in_dtype = g_.tensor(prim.inputs[0]).dtype;
@@ -199,9 +208,9 @@ class Generator {
     throw Unsupported{str_cat("elementwise ", prim_op_name(prim.op))};
   }
 
-  Expr reduce(const Primitive& prim, const std::vector<Expr>& idx, const TensorInfo& out) {
+  Expr reduce(const Primitive &prim, const std::vector<Expr> &idx, const TensorInfo &out) {
     TensorId x = prim.inputs[0];
-    const Shape& s = g_.tensor(x).shape;
+    const Shape &s = g_.tensor(x).shape;
     if (prim.op == PrimOp::ArgMax || prim.op == PrimOp::ArgMin) {
       if (prim.attrs.i_or("select_last_index", 0)) throw Unsupported{"select_last_index"};
       int64_t axis = prim.attrs.i("axis");
@@ -221,7 +230,7 @@ class Generator {
       Halide::Tuple t = prim.op == PrimOp::ArgMax ? Halide::argmax(r, v) : Halide::argmin(r, v);
       return Halide::cast(Halide::Int(64), t[0]);
     }
-    const auto& axes = prim.attrs.ints("axes");
+    const auto &axes = prim.attrs.ints("axes");
     bool keep = prim.attrs.i("keepdims") != 0;
     Halide::Region ranges;
     for (int64_t a : axes) ranges.emplace_back(0, static_cast<int>(s[a]));
@@ -254,19 +263,19 @@ class Generator {
     throw Unsupported{str_cat("reduction ", prim_op_name(prim.op))};
   }
 
-  Expr layout(const Primitive& prim, const std::vector<Expr>& idx) {
+  Expr layout(const Primitive &prim, const std::vector<Expr> &idx) {
     TensorId x = prim.inputs[0];
-    const Shape& s = g_.tensor(x).shape;
-    const Attrs& a = prim.attrs;
+    const Shape &s = g_.tensor(x).shape;
+    const Attrs &a = prim.attrs;
     switch (prim.op) {
       case PrimOp::Transpose: {
-        const auto& perm = a.ints("perm");
+        const auto &perm = a.ints("perm");
         std::vector<Expr> in(s.size());
         for (size_t j = 0; j < perm.size(); ++j) in[perm[j]] = idx[j];
         return at(x, in);
       }
       case PrimOp::Reshape: {
-        const Shape& o = g_.tensor(prim.output).shape;
+        const Shape &o = g_.tensor(prim.output).shape;
         // Linear index in the output, then coordinates in the input.
         Expr lin = 0;
         std::vector<int64_t> os = strides_of(o), is = strides_of(s);
@@ -278,8 +287,8 @@ class Generator {
         return at(x, in);
       }
       case PrimOp::Slice: {
-        const auto& st = a.ints("starts");
-        const auto& sp = a.ints("steps");
+        const auto &st = a.ints("starts");
+        const auto &sp = a.ints("steps");
         std::vector<Expr> in(s.size());
         for (size_t j = 0; j < s.size(); ++j) in[j] = static_cast<int>(st[j]) + idx[j] * static_cast<int>(sp[j]);
         return at(x, in);
@@ -292,17 +301,19 @@ class Generator {
         for (TensorId t : prim.inputs) {
           int64_t len = g_.tensor(t).shape[axis];
           std::vector<Expr> in = idx;
-          in[axis] = Halide::clamp(idx[axis] - static_cast<int>(offset), 0, static_cast<int>(std::max<int64_t>(len - 1, 0)));
+          in[axis] =
+              Halide::clamp(idx[axis] - static_cast<int>(offset), 0, static_cast<int>(std::max<int64_t>(len - 1, 0)));
           if (len > 0) cases.emplace_back(idx[axis] < static_cast<int>(offset + len), at(t, in));
           offset += len;
         }
         value = cases.back().second;
-        for (int i = static_cast<int>(cases.size()) - 2; i >= 0; --i) value = Halide::select(cases[i].first, cases[i].second, value);
+        for (int i = static_cast<int>(cases.size()) - 2; i >= 0; --i)
+          value = Halide::select(cases[i].first, cases[i].second, value);
         return value;
       }
       case PrimOp::Pad: {
-        const auto& pads = a.ints("pads");
-        const std::string& mode = a.s("mode");
+        const auto &pads = a.ints("pads");
+        const std::string &mode = a.s("mode");
         size_t r = s.size();
         std::vector<Expr> in(r);
         Expr inside = Halide::cast(Halide::Bool(), true);
@@ -320,7 +331,8 @@ class Generator {
             } else {
               int period = 2 * (n - 1);
               Expr m = ((c % period) + period) % period;
-              in[j] = Halide::clamp(Halide::select(m >= n, period - m, m), 0, n - 1);  // clamp: tells bounds inference
+              in[j] = Halide::clamp(Halide::select(m >= n, period - m, m), 0,
+                                    n - 1);  // clamp: tells bounds inference
             }
           }
         }
@@ -341,19 +353,102 @@ class Generator {
         in.insert(in.end(), idx.begin() + axis + ir, idx.end());
         return at(x, in);
       }
+      case PrimOp::Resize: return resize(prim, idx);
       default: break;
     }
     throw Unsupported{str_cat("layout ", prim_op_name(prim.op))};
   }
 
-  Expr window(const Primitive& prim, const std::vector<Expr>& idx) {
+  // Resize: for every axis that changes, tables indexed by the output
+  // coordinate hold the reference's taps (clamped input index and weight, and
+  // whether the coordinate is inside the input for tf_crop_and_resize); the
+  // value is the tensor product of the axes' taps.
+  Expr resize(const Primitive &prim, const std::vector<Expr> &idx) {
     TensorId x = prim.inputs[0];
-    const Shape& s = g_.tensor(x).shape;
-    const Attrs& a = prim.attrs;
-    const auto& k = a.ints("kernel");
-    const auto& st = a.ints("strides");
-    const auto& pd = a.ints("pads");
-    const auto& dl = a.ints("dilations");
+    const Shape &s = g_.tensor(x).shape;
+    const Shape &o = g_.tensor(prim.output).shape;
+    const Attrs &a = prim.attrs;
+    const std::string &mode = a.s("mode");
+    Halide::Type ty = storage_type(g_.tensor(x).dtype);
+    int taps_per_axis = mode == "nearest" ? 1 : mode == "linear" ? 2 : mode == "cubic" ? 4 : 0;
+    if (taps_per_axis == 0) throw Unsupported{str_cat("Resize mode ", mode)};
+    if (taps_per_axis > 1 && !ty.is_float()) throw Unsupported{"interpolating Resize on integers"};
+    bool f64 = ty.is_float() && ty.bits() == 64;
+    int64_t rank = static_cast<int64_t>(s.size());
+    struct AxisTable {
+      int axis;
+      Expr coord;  // output coordinate, clamped to the table
+      Halide::Buffer<int32_t> index;
+      Halide::Buffer<float> weight;
+      Halide::Buffer<double> weight64;
+      Halide::Buffer<uint8_t> inside;
+      bool any_outside = false;
+    };
+    std::vector<AxisTable> tables;
+    std::vector<reference::ResizeTap> taps;
+    for (int64_t axis = 0; axis < rank; ++axis) {
+      if (reference::resize_axis_is_identity(a, axis, s[axis], o[axis])) continue;
+      if (s[axis] <= 0 || o[axis] <= 0) throw Unsupported{"Resize of an empty axis"};
+      int n = static_cast<int>(o[axis]);
+      std::string name = str_cat("resize_p", prim.output, "_a", axis);
+      AxisTable t{static_cast<int>(axis),
+                  Halide::clamp(idx[axis], 0, n - 1),
+                  Halide::Buffer<int32_t>({n, taps_per_axis}, name + "_index"),
+                  Halide::Buffer<float>({n, taps_per_axis}, name + "_weight"),
+                  Halide::Buffer<double>({n, taps_per_axis}, name + "_weight64"),
+                  Halide::Buffer<uint8_t>({n}, name + "_inside")};
+      for (int j = 0; j < n; ++j) {
+        bool inside = reference::resize_taps(a, axis, rank, j, s[axis], o[axis], &taps);
+        t.inside(j) = inside ? 1 : 0;
+        t.any_outside |= !inside;
+        KORCH_CHECK(!inside || static_cast<int>(taps.size()) == taps_per_axis, "Resize tap count");
+        for (int k = 0; k < taps_per_axis; ++k) {
+          t.index(j, k) = inside ? static_cast<int32_t>(taps[k].index) : 0;
+          t.weight(j, k) = inside ? static_cast<float>(taps[k].weight) : 0.0f;
+          t.weight64(j, k) = inside ? taps[k].weight : 0.0;
+        }
+      }
+      tables.push_back(std::move(t));
+    }
+    int combos = 1;
+    for (size_t i = 0; i < tables.size(); ++i) combos *= taps_per_axis;
+    Expr value;
+    for (int c = 0; c < combos; ++c) {
+      std::vector<Expr> in = idx;
+      Expr weight;
+      int rest = c;
+      for (AxisTable &t : tables) {
+        int k = rest % taps_per_axis;
+        rest /= taps_per_axis;
+        int len = static_cast<int>(s[t.axis]);
+        in[t.axis] = Halide::clamp(t.index(t.coord, k), 0, len - 1);
+        if (taps_per_axis > 1) {
+          Expr w = f64 ? Expr(t.weight64(t.coord, k)) : Halide::cast(ty, t.weight(t.coord, k));
+          weight = weight.defined() ? weight * w : w;
+        }
+      }
+      Expr term = at(x, in);
+      if (weight.defined()) term = term * weight;
+      value = value.defined() ? value + term : term;
+    }
+    Expr inside;
+    for (AxisTable &t : tables)
+      if (t.any_outside) {
+        Expr i = t.inside(t.coord) != 0;
+        inside = inside.defined() ? (inside && i) : i;
+      }
+    if (inside.defined()) value = Halide::select(inside, value, Halide::cast(ty, Expr(a.f("extrapolation_value"))));
+    return value;
+  }
+
+  Expr window(const Primitive &prim, const std::vector<Expr> &idx) {
+    TensorId x = prim.inputs[0];
+    const Shape &s = g_.tensor(x).shape;
+    const Attrs &a = prim.attrs;
+    const auto &k = a.ints("kernel");
+    const auto &st = a.ints("strides");
+    const auto &pd = a.ints("pads");
+    const auto &dl = a.ints("dilations");
     size_t nsp = k.size();
     Halide::Region ranges;
     for (size_t i = 0; i < nsp; ++i) ranges.emplace_back(0, static_cast<int>(k[i]));
@@ -361,7 +456,8 @@ class Generator {
     std::vector<Expr> in = {idx[0], idx[1]};
     Expr inside = Halide::cast(Halide::Bool(), true), in_padded = Halide::cast(Halide::Bool(), true);
     for (size_t i = 0; i < nsp; ++i) {
-      Expr c = idx[2 + i] * static_cast<int>(st[i]) - static_cast<int>(pd[i]) + r[static_cast<int>(i)] * static_cast<int>(dl[i]);
+      Expr c = idx[2 + i] * static_cast<int>(st[i]) - static_cast<int>(pd[i]) +
+               r[static_cast<int>(i)] * static_cast<int>(dl[i]);
       int n = static_cast<int>(s[2 + i]);
       inside = inside && c >= 0 && c < n;
       in_padded = in_padded && c < n + static_cast<int>(pd[nsp + i]);
@@ -374,8 +470,8 @@ class Generator {
     return total / Halide::cast(v.type(), Halide::max(count, 1));
   }
 
-  const PrimGraph& g_;
-  const Kernel& k_;
+  const PrimGraph &g_;
+  const Kernel &k_;
   std::map<TensorId, ImageParam> params_;
   std::map<TensorId, Func> funcs_;
   std::vector<Func> materialised_;
@@ -392,20 +488,20 @@ class Generator {
   }
 };
 
-Halide::Buffer<> wrap(const TensorInfo& t, const void* data) {
+Halide::Buffer<> wrap(const TensorInfo &t, const void *data) {
   std::vector<int> dims(t.shape.rbegin(), t.shape.rend());
-  return Halide::Buffer<>(storage_type(t.dtype), const_cast<void*>(data), dims);
+  return Halide::Buffer<>(storage_type(t.dtype), const_cast<void *>(data), dims);
 }
 
 class HalideKernel : public CompiledKernel {
  public:
-  HalideKernel(const PrimGraph& g, const Kernel& k, Halide::Pipeline pipeline, std::vector<ImageParam> params,
+  HalideKernel(const PrimGraph &g, const Kernel &k, Halide::Pipeline pipeline, std::vector<ImageParam> params,
                std::string description)
       : pipeline_(std::move(pipeline)), params_(std::move(params)), description_(std::move(description)) {
     for (TensorId t : k.inputs) inputs_.push_back(g.tensor(t));
     output_ = g.tensor(k.output);
   }
-  void run(const std::vector<const void*>& inputs, void* output) override {
+  void run(const std::vector<const void *> &inputs, void *output) override {
     for (size_t i = 0; i < params_.size(); ++i) params_[i].set(wrap(inputs_[i], inputs[i]));
     Halide::Buffer<> out = wrap(output_, output);
     pipeline_.realize(Halide::Realization({out}));
@@ -426,9 +522,10 @@ struct OutputSchedule {
   Var parallel_var;
 };
 
-// Vectorise the innermost dimension and parallelise the outermost non-unit one; kernels that
-// transpose their innermost axis are tiled 16x16 so that reads and writes both stay local.
-OutputSchedule schedule_output(Func& f, const Shape& shape, int vector, bool tile) {
+// Vectorise the innermost dimension and parallelise the outermost non-unit one;
+// kernels that transpose their innermost axis are tiled 16x16 so that reads and
+// writes both stay local.
+OutputSchedule schedule_output(Func &f, const Shape &shape, int vector, bool tile) {
   OutputSchedule s;
   int rank = static_cast<int>(shape.size());
   if (rank == 0) {
@@ -472,11 +569,11 @@ OutputSchedule schedule_output(Func& f, const Shape& shape, int vector, bool til
   return s;
 }
 
-bool transposes_innermost(const PrimGraph& g, const Kernel& k) {
+bool transposes_innermost(const PrimGraph &g, const Kernel &k) {
   for (PrimId p : k.prims) {
-    const Primitive& prim = g.prim(p);
+    const Primitive &prim = g.prim(p);
     if (prim.op != PrimOp::Transpose) continue;
-    const auto& perm = prim.attrs.ints("perm");
+    const auto &perm = prim.attrs.ints("perm");
     if (!perm.empty() && perm.back() != static_cast<int64_t>(perm.size()) - 1) return true;
   }
   return false;
@@ -484,7 +581,7 @@ bool transposes_innermost(const PrimGraph& g, const Kernel& k) {
 
 }  // namespace
 
-bool halide_supports(const PrimGraph& g, const Kernel& k, std::string* why_not) {
+bool halide_supports(const PrimGraph &g, const Kernel &k, std::string *why_not) {
   if (k.num_linear > 0) {
     if (why_not) *why_not = "kernel has a Linear primitive";
     return false;
@@ -493,16 +590,17 @@ bool halide_supports(const PrimGraph& g, const Kernel& k, std::string* why_not) 
     Generator gen(g, k);
     gen.build();  // definitions only: no JIT compilation
     return true;
-  } catch (const Unsupported& u) {
+  } catch (const Unsupported &u) {
     if (why_not) *why_not = u.why;
-  } catch (const Halide::Error& e) {
+  } catch (const Halide::Error &e) {
     if (why_not) *why_not = str_cat("Halide: ", e.what());
   }
   return false;
 }
 
-bool build_halide_pipeline(const PrimGraph& g, const Kernel& k, const Halide::Target& target, Halide::Pipeline* pipeline,
-                           std::vector<Halide::ImageParam>* params, std::string* description, std::string* why_not) {
+bool build_halide_pipeline(const PrimGraph &g, const Kernel &k, const Halide::Target &target,
+                           Halide::Pipeline *pipeline, std::vector<Halide::ImageParam> *params,
+                           std::string *description, std::string *why_not) {
   if (k.num_linear > 0) {
     if (why_not) *why_not = "kernel has a Linear primitive";
     return false;
@@ -512,8 +610,9 @@ bool build_halide_pipeline(const PrimGraph& g, const Kernel& k, const Halide::Ta
     Func out = gen.build();
     int vector = std::max(4, target.natural_vector_size(storage_type(g.tensor(k.output).dtype)));
     OutputSchedule schedule = schedule_output(out, g.tensor(k.output).shape, vector, transposes_innermost(g, k));
-    // Reductions and windows feeding the output are computed per parallel slice of it (so a
-    // row's statistics are made right before the row is written), or once up front.
+    // Reductions and windows feeding the output are computed per parallel slice
+    // of it (so a row's statistics are made right before the row is written),
+    // or once up front.
     std::string reductions;
     for (Func f : gen.materialised()) {
       if (schedule.has_parallel) {
@@ -526,8 +625,9 @@ bool build_halide_pipeline(const PrimGraph& g, const Kernel& k, const Halide::Ta
         reductions = ", reductions compute_root";
       }
     }
-    // In row-wise reduction kernels (softmax, normalisation), values read several times
-    // (e.g. exp(x - max)) are stored per slice; elsewhere recomputing them is cheaper.
+    // In row-wise reduction kernels (softmax, normalisation), values read
+    // several times (e.g. exp(x - max)) are stored per slice; elsewhere
+    // recomputing them is cheaper.
     if (schedule.has_parallel && !gen.materialised().empty() && !transposes_innermost(g, k))
       for (Func f : gen.shared()) {
         f.compute_at(out, schedule.parallel_var);
@@ -540,15 +640,15 @@ bool build_halide_pipeline(const PrimGraph& g, const Kernel& k, const Halide::Ta
     for (TensorId t : k.inputs) params->push_back(gen.params().at(t));
     if (description) *description = str_cat("halide: ", schedule.text, reductions);
     return true;
-  } catch (const Unsupported& u) {
+  } catch (const Unsupported &u) {
     if (why_not) *why_not = u.why;
-  } catch (const Halide::Error& e) {
+  } catch (const Halide::Error &e) {
     if (why_not) *why_not = str_cat("Halide: ", e.what());
   }
   return false;
 }
 
-std::unique_ptr<CompiledKernel> compile_halide_kernel(const PrimGraph& g, const Kernel& k, std::string* why_not) {
+std::unique_ptr<CompiledKernel> compile_halide_kernel(const PrimGraph &g, const Kernel &k, std::string *why_not) {
   Halide::Target target = Halide::get_jit_target_from_environment();
   Halide::Pipeline pipeline;
   std::vector<ImageParam> params;
@@ -558,7 +658,7 @@ std::unique_ptr<CompiledKernel> compile_halide_kernel(const PrimGraph& g, const 
     pipeline.jit_handlers().custom_do_par_for = omp_do_par_for;
     pipeline.compile_jit(target);
     return std::make_unique<HalideKernel>(g, k, std::move(pipeline), std::move(params), std::move(description));
-  } catch (const Halide::Error& e) {
+  } catch (const Halide::Error &e) {
     if (why_not) *why_not = str_cat("Halide: ", e.what());
   }
   return nullptr;

@@ -1,6 +1,7 @@
 // CPU backend kernels against the reference executor, in the spirit of ggml's
-// test-backend-ops: every primitive kind alone and in fused shapes, compiled with Halide (or
-// oneDNN for linear kernels), run on random inputs, compared elementwise.
+// test-backend-ops: every primitive kind alone and in fused shapes, compiled
+// with Halide (or oneDNN for linear kernels), run on random inputs, compared
+// elementwise.
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -21,8 +22,9 @@ struct Case {
 
 Attrs axes(std::vector<int64_t> a, int64_t keep) { return Attrs().set("axes", a).set("keepdims", keep); }
 
-// Compiles the graph's primitives as one kernel and compares with the reference kernel.
-void check_kernel_or_throw(const Case& c) {
+// Compiles the graph's primitives as one kernel and compares with the reference
+// kernel.
+void check_kernel_or_throw(const Case &c) {
   SCOPED_TRACE(c.name);
   PrimGraph g = c.build();
   std::vector<PrimId> all;
@@ -34,9 +36,9 @@ void check_kernel_or_throw(const Case& c) {
   auto reference = cpu::compile_reference_kernel(g, k);
   for (uint32_t seed : {1u, 2u}) {
     std::vector<TensorData> inputs = random_kernel_inputs(g, k, seed);
-    std::vector<const void*> ptrs;
-    for (const TensorData& t : inputs) ptrs.push_back(t.raw());
-    const TensorInfo& out = g.tensor(k.output);
+    std::vector<const void *> ptrs;
+    for (const TensorData &t : inputs) ptrs.push_back(t.raw());
+    const TensorInfo &out = g.tensor(k.output);
     TensorData got(out.dtype, out.shape), want(out.dtype, out.shape);
     compiled->run(ptrs, got.raw());
     reference->run(ptrs, want.raw());
@@ -46,10 +48,10 @@ void check_kernel_or_throw(const Case& c) {
   }
 }
 
-void check_kernel(const Case& c) {
+void check_kernel(const Case &c) {
   try {
     check_kernel_or_throw(c);
-  } catch (const std::exception& e) {
+  } catch (const std::exception &e) {
     ADD_FAILURE() << c.name << ": " << e.what();
   }
 }
@@ -93,17 +95,18 @@ std::vector<Case> cases() {
                   g.mark_output(g.add_primitive(PrimOp::Div, {e, s}, {}));
                   return g;
                 }});
-  cs.push_back({"layernorm core", [] {
-                  PrimGraph g;
-                  TensorId x = g.add_input("x", DType::F32, {2, 5, 64});
-                  TensorId m = g.add_primitive(PrimOp::ReduceMean, {x}, axes({2}, 1));
-                  TensorId d = g.add_primitive(PrimOp::Sub, {x, m}, {});
-                  TensorId v = g.add_primitive(PrimOp::ReduceMean, {g.add_primitive(PrimOp::Mul, {d, d}, {})}, axes({2}, 1));
-                  TensorId eps = g.add_constant("eps", std::make_shared<const TensorData>(TensorData::scalar_f32(1e-5f)));
-                  TensorId sd = g.add_primitive(PrimOp::Sqrt, {g.add_primitive(PrimOp::Add, {v, eps}, {})}, {});
-                  g.mark_output(g.add_primitive(PrimOp::Div, {d, sd}, {}));
-                  return g;
-                }});
+  cs.push_back(
+      {"layernorm core", [] {
+         PrimGraph g;
+         TensorId x = g.add_input("x", DType::F32, {2, 5, 64});
+         TensorId m = g.add_primitive(PrimOp::ReduceMean, {x}, axes({2}, 1));
+         TensorId d = g.add_primitive(PrimOp::Sub, {x, m}, {});
+         TensorId v = g.add_primitive(PrimOp::ReduceMean, {g.add_primitive(PrimOp::Mul, {d, d}, {})}, axes({2}, 1));
+         TensorId eps = g.add_constant("eps", std::make_shared<const TensorData>(TensorData::scalar_f32(1e-5f)));
+         TensorId sd = g.add_primitive(PrimOp::Sqrt, {g.add_primitive(PrimOp::Add, {v, eps}, {})}, {});
+         g.mark_output(g.add_primitive(PrimOp::Div, {d, sd}, {}));
+         return g;
+       }});
   cs.push_back({"reductions over several axes, no keepdims", [] {
                   PrimGraph g;
                   TensorId x = g.add_input("x", DType::F32, {3, 4, 5, 6});
@@ -112,33 +115,39 @@ std::vector<Case> cases() {
                   g.mark_output(g.add_primitive(PrimOp::Add, {s, p}, {}));
                   return g;
                 }});
-  cs.push_back({"argmax", [] {
-                  PrimGraph g;
-                  TensorId x = g.add_input("x", DType::F32, {4, 10, 3});
-                  g.mark_output(g.add_primitive(PrimOp::ArgMax, {x},
-                                                Attrs().set("axis", int64_t{1}).set("keepdims", int64_t{0}).set("select_last_index", int64_t{0})));
-                  return g;
-                }});
-  cs.push_back({"transpose + reshape + slice", [] {
-                  PrimGraph g;
-                  TensorId x = g.add_input("x", DType::F32, {2, 3, 4, 5});
-                  TensorId t = g.add_primitive(PrimOp::Transpose, {x}, Attrs().set("perm", std::vector<int64_t>{0, 2, 3, 1}));
-                  TensorId r = g.add_primitive(PrimOp::Reshape, {t}, Attrs().set("shape", std::vector<int64_t>{8, 15}));
-                  Attrs sl;
-                  sl.set("starts", std::vector<int64_t>{7, 1}).set("steps", std::vector<int64_t>{-2, 3}).set("sizes", std::vector<int64_t>{4, 5});
-                  g.mark_output(g.add_primitive(PrimOp::Slice, {r}, sl));
-                  return g;
-                }});
-  cs.push_back({"concat + broadcast mul", [] {
-                  PrimGraph g;
-                  TensorId a = g.add_input("a", DType::F32, {2, 3, 7});
-                  TensorId b = g.add_input("b", DType::F32, {2, 5, 7});
-                  TensorId c = g.add_primitive(PrimOp::Concat, {a, b, a}, Attrs().set("axis", int64_t{1}));
-                  TensorId s = g.add_input("s", DType::F32, {11, 1});
-                  TensorId bs = g.add_primitive(PrimOp::Broadcast, {s}, Attrs().set("shape", std::vector<int64_t>{11, 7}));
-                  g.mark_output(g.add_primitive(PrimOp::Mul, {c, bs}, {}));
-                  return g;
-                }});
+  cs.push_back(
+      {"argmax", [] {
+         PrimGraph g;
+         TensorId x = g.add_input("x", DType::F32, {4, 10, 3});
+         g.mark_output(g.add_primitive(
+             PrimOp::ArgMax, {x},
+             Attrs().set("axis", int64_t{1}).set("keepdims", int64_t{0}).set("select_last_index", int64_t{0})));
+         return g;
+       }});
+  cs.push_back(
+      {"transpose + reshape + slice", [] {
+         PrimGraph g;
+         TensorId x = g.add_input("x", DType::F32, {2, 3, 4, 5});
+         TensorId t = g.add_primitive(PrimOp::Transpose, {x}, Attrs().set("perm", std::vector<int64_t>{0, 2, 3, 1}));
+         TensorId r = g.add_primitive(PrimOp::Reshape, {t}, Attrs().set("shape", std::vector<int64_t>{8, 15}));
+         Attrs sl;
+         sl.set("starts", std::vector<int64_t>{7, 1})
+             .set("steps", std::vector<int64_t>{-2, 3})
+             .set("sizes", std::vector<int64_t>{4, 5});
+         g.mark_output(g.add_primitive(PrimOp::Slice, {r}, sl));
+         return g;
+       }});
+  cs.push_back(
+      {"concat + broadcast mul", [] {
+         PrimGraph g;
+         TensorId a = g.add_input("a", DType::F32, {2, 3, 7});
+         TensorId b = g.add_input("b", DType::F32, {2, 5, 7});
+         TensorId c = g.add_primitive(PrimOp::Concat, {a, b, a}, Attrs().set("axis", int64_t{1}));
+         TensorId s = g.add_input("s", DType::F32, {11, 1});
+         TensorId bs = g.add_primitive(PrimOp::Broadcast, {s}, Attrs().set("shape", std::vector<int64_t>{11, 7}));
+         g.mark_output(g.add_primitive(PrimOp::Mul, {c, bs}, {}));
+         return g;
+       }});
   for (std::string mode : {"constant", "reflect", "edge"}) {
     cs.push_back({"pad " + mode, [mode] {
                     PrimGraph g;
@@ -172,6 +181,48 @@ std::vector<Case> cases() {
                     }});
     }
   }
+  // Resize: upsampling (YOLO / Candy / SegFormer heads), downsampling, crop
+  // with extrapolation, integer nearest, each followed by an elementwise
+  // consumer in the same kernel.
+  struct ResizeCase {
+    std::string mode, coord_mode, nearest_mode;
+    std::vector<int64_t> in, out;
+    DType dtype;
+    int64_t exclude_outside;
+  };
+  for (const ResizeCase &rc : std::vector<ResizeCase>{
+           {"nearest", "asymmetric", "floor", {1, 3, 5, 6}, {1, 3, 10, 12}, DType::F32, 0},
+           {"nearest", "half_pixel", "round_prefer_ceil", {1, 2, 7, 5}, {1, 2, 4, 11}, DType::F32, 0},
+           {"nearest", "asymmetric", "floor", {1, 2, 4, 4}, {1, 2, 8, 8}, DType::I64, 0},
+           {"linear", "half_pixel", "round_prefer_floor", {1, 3, 6, 7}, {1, 3, 24, 28}, DType::F32, 0},
+           {"linear", "align_corners", "round_prefer_floor", {1, 2, 9, 8}, {1, 2, 5, 13}, DType::F32, 0},
+           {"linear", "pytorch_half_pixel", "round_prefer_floor", {1, 2, 6, 6}, {1, 2, 1, 9}, DType::F32, 0},
+           {"cubic", "half_pixel", "round_prefer_floor", {1, 2, 5, 6}, {1, 2, 9, 10}, DType::F32, 1},
+           {"linear", "tf_crop_and_resize", "round_prefer_floor", {1, 2, 6, 6}, {1, 2, 7, 5}, DType::F32, 0},
+       }) {
+    cs.push_back({"resize " + rc.mode + " " + rc.coord_mode + " " + std::string(dtype_name(rc.dtype)) + " " +
+                      shape_str(rc.in) + "->" + shape_str(rc.out),
+                  [rc] {
+                    PrimGraph g;
+                    TensorId x = g.add_input("x", rc.dtype, rc.in);
+                    std::vector<double> scales, roi(2 * rc.in.size(), 0.0);
+                    for (size_t i = 0; i < rc.in.size(); ++i) {
+                      scales.push_back(static_cast<double>(rc.out[i]) / static_cast<double>(rc.in[i]));
+                      roi[rc.in.size() + i] = 1.0;
+                    }
+                    if (rc.coord_mode == "tf_crop_and_resize") {  // a window partly outside the input
+                      roi = {0, 0, -0.2, 0.3, 1, 1, 0.9, 1.25};
+                    }
+                    Attrs a;
+                    a.set("sizes", rc.out).set("scales", scales).set("roi", roi).set("mode", rc.mode);
+                    a.set("coord_mode", rc.coord_mode).set("nearest_mode", rc.nearest_mode);
+                    a.set("cubic_coeff_a", -0.75).set("exclude_outside", rc.exclude_outside);
+                    a.set("extrapolation_value", 0.25);
+                    TensorId y = g.add_primitive(PrimOp::Resize, {x}, a);
+                    g.mark_output(g.add_primitive(PrimOp::Add, {y, y}, {}));
+                    return g;
+                  }});
+  }
   cs.push_back({"global average pool + sigmoid gate (squeeze-excite shape)", [] {
                   PrimGraph g;
                   TensorId x = g.add_input("x", DType::F32, {1, 8, 6, 6});
@@ -184,7 +235,7 @@ std::vector<Case> cases() {
 
 TEST(CpuKernels, MatchReferenceAcrossKindsAndFusions) {
   cpu::set_num_threads(2);
-  for (const Case& c : cases()) check_kernel(c);
+  for (const Case &c : cases()) check_kernel(c);
 }
 
 TEST(CpuKernels, UnsupportedKernelsSayWhy) {
