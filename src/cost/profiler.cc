@@ -53,9 +53,12 @@ std::vector<TensorData> random_kernel_inputs(const PrimGraph& g, const Kernel& k
         limit = std::min<int64_t>(limit == 3 ? INT64_MAX : limit, g.tensor(prim.inputs[0]).shape[prim.attrs.i("axis")]);
     }
     for (int64_t i = 0; i < v.size(); ++i) {
-      if (is_floating(info.dtype)) v.set_f64(i, real(rng));
-      else if (info.dtype == DType::Bool) v.set_i64(i, rng() & 1);
-      else v.set_i64(i, static_cast<int64_t>(rng() % static_cast<uint64_t>(std::max<int64_t>(limit, 1))));
+      if (is_floating(info.dtype))
+        v.set_f64(i, real(rng));
+      else if (info.dtype == DType::Bool)
+        v.set_i64(i, rng() & 1);
+      else
+        v.set_i64(i, static_cast<int64_t>(rng() % static_cast<uint64_t>(std::max<int64_t>(limit, 1))));
     }
     values.push_back(std::move(v));
   }
@@ -101,35 +104,46 @@ std::optional<double> CpuProfiler::measure(const PrimGraph& g, const Kernel& k) 
   cpu::set_num_threads(threads_);
   ProfileEntry entry;
   std::string why;
-  auto compiled = cpu::compile_kernel(g, k, &why);
+  std::unique_ptr<cpu::CompiledKernel> compiled;
+  try {
+    compiled = cpu::compile_kernel(g, k, &why);
+  } catch (const std::exception& e) {  // a backend failing on one candidate drops only that candidate
+    why = str_cat("code generation failed: ", e.what());
+  }
   if (!compiled) {
     entry.implementable = false;
     entry.description = why;
-  } else {
-    entry.implementable = true;
-    entry.description = compiled->describe();
-    // Verify against the reference executor.
-    std::vector<TensorData> inputs = random_kernel_inputs(g, k, static_cast<uint32_t>(k.hash));
-    std::vector<const void*> ptrs;
-    for (const TensorData& t : inputs) ptrs.push_back(t.raw());
-    const TensorInfo& out = g.tensor(k.output);
-    TensorData got(out.dtype, out.shape), want(out.dtype, out.shape);
-    compiled->run(ptrs, got.raw());
-    cpu::compile_reference_kernel(g, k)->run(ptrs, want.raw());
-    Comparison c = compare_tensors(got, want, Tolerance{1e-4, 1e-3});
-    entry.verified = c.pass;
-    if (!c.pass) {
-      ++stats_.mismatches;
-      entry.description = str_cat("mismatch vs reference (max abs ", c.max_abs_error, ", ", c.mismatches,
-                                  " elements) in ", compiled->describe());
+  } else
+    try {
+      entry.implementable = true;
+      entry.description = compiled->describe();
+      // Verify against the reference executor.
+      std::vector<TensorData> inputs = random_kernel_inputs(g, k, static_cast<uint32_t>(k.hash));
+      std::vector<const void*> ptrs;
+      for (const TensorData& t : inputs) ptrs.push_back(t.raw());
+      const TensorInfo& out = g.tensor(k.output);
+      TensorData got(out.dtype, out.shape), want(out.dtype, out.shape);
+      compiled->run(ptrs, got.raw());
+      cpu::compile_reference_kernel(g, k)->run(ptrs, want.raw());
+      Comparison c = compare_tensors(got, want, Tolerance{1e-4, 1e-3});
+      entry.verified = c.pass;
+      if (!c.pass) {
+        ++stats_.mismatches;
+        entry.description = str_cat("mismatch vs reference (max abs ", c.max_abs_error, ", ", c.mismatches,
+                                    " elements) in ", compiled->describe());
+        if (log_) log_(str_cat("dropped kernel [", kernel_summary(g, k), "]: ", entry.description));
+      } else {
+        TensorData scratch(out.dtype, out.shape);
+        entry.median_seconds = median_run_seconds([&] { compiled->run(ptrs, scratch.raw()); });
+        entry.samples = 1;
+        ++stats_.measured;
+      }
+    } catch (const std::exception& e) {
+      entry.implementable = false;
+      entry.verified = false;
+      entry.description = str_cat("failed while verifying or timing: ", e.what(), " in ", compiled->describe());
       if (log_) log_(str_cat("dropped kernel [", kernel_summary(g, k), "]: ", entry.description));
-    } else {
-      TensorData scratch(out.dtype, out.shape);
-      entry.median_seconds = median_run_seconds([&] { compiled->run(ptrs, scratch.raw()); });
-      entry.samples = 1;
-      ++stats_.measured;
     }
-  }
   if (!entry.implementable) ++stats_.dropped;
   if (entry.implementable && !entry.verified) ++stats_.dropped;
   if (cache_) cache_->store(key, entry);
