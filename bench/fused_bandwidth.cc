@@ -49,8 +49,26 @@ std::vector<BenchKernel> kernels() {
     TensorId d = g.add_primitive(PrimOp::Sub, {x, m}, {});
     TensorId v = g.add_primitive(PrimOp::ReduceMean, {g.add_primitive(PrimOp::Mul, {d, d}, {})}, axes({1}));
     TensorId eps = g.add_constant("eps", std::make_shared<const TensorData>(TensorData::scalar_f32(1e-5f)));
-    g.mark_output(g.add_primitive(PrimOp::Div, {d, g.add_primitive(PrimOp::Sqrt, {g.add_primitive(PrimOp::Add, {v, eps}, {})}, {})}, {}));
+    g.mark_output(g.add_primitive(
+        PrimOp::Div, {d, g.add_primitive(PrimOp::Sqrt, {g.add_primitive(PrimOp::Add, {v, eps}, {})}, {})}, {}));
     ks.push_back({"layernorm 16384x768", std::move(g)});
+  }
+  {
+    PrimGraph g;  // instance normalisation core: statistics over each 512x512 plane of 32 channels
+    TensorId x = g.add_input("x", DType::F32, {1, 32, 512, 512});
+    TensorId m = g.add_primitive(PrimOp::ReduceMean, {x}, axes({2, 3}));
+    TensorId d = g.add_primitive(PrimOp::Sub, {x, m}, {});
+    TensorId v = g.add_primitive(PrimOp::ReduceMean, {g.add_primitive(PrimOp::Mul, {d, d}, {})}, axes({2, 3}));
+    TensorId eps = g.add_constant("eps", std::make_shared<const TensorData>(TensorData::scalar_f32(1e-5f)));
+    g.mark_output(g.add_primitive(
+        PrimOp::Div, {d, g.add_primitive(PrimOp::Sqrt, {g.add_primitive(PrimOp::Add, {v, eps}, {})}, {})}, {}));
+    ks.push_back({"instance norm 32x512x512", std::move(g)});
+  }
+  {
+    PrimGraph g;  // plain transpose of the last two axes
+    TensorId x = g.add_input("x", DType::F32, {16, 1024, 1024});
+    g.mark_output(g.add_primitive(PrimOp::Transpose, {x}, Attrs().set("perm", std::vector<int64_t>{0, 2, 1})));
+    ks.push_back({"transpose 16x1024x1024", std::move(g)});
   }
   {
     PrimGraph g;  // transpose of the last two axes (layout change) with a GELU-style epilogue
@@ -68,7 +86,8 @@ int main_impl(int threads) {
   std::cout << "machine memory bandwidth (triad): " << std::fixed << std::setprecision(1) << m.bandwidth_gbs
             << " GB/s\n\n"
             << std::left << std::setw(40) << "kernel" << std::setw(12) << "MiB moved" << std::setw(12) << "median ms"
-            << std::setw(10) << "GB/s" << "of peak  schedule\n";
+            << std::setw(10) << "GB/s"
+            << "of peak  schedule\n";
   cpu::set_num_threads(threads);
   for (BenchKernel& b : kernels()) {
     std::vector<PrimId> all;

@@ -15,7 +15,7 @@ namespace {
 // Calls f(out_linear_index, multi_index) for every element of `shape` in
 // row-major order.
 template <typename F>
-void for_each_index(const Shape &shape, F &&f) {
+void for_each_index(const Shape& shape, F&& f) {
   int64_t n = num_elements(shape);
   std::vector<int64_t> idx(shape.size(), 0);
   for (int64_t i = 0; i < n; ++i) {
@@ -27,21 +27,21 @@ void for_each_index(const Shape &shape, F &&f) {
   }
 }
 
-void copy_elem(TensorData &out, int64_t o, const TensorData &in, int64_t i) {
+void copy_elem(TensorData& out, int64_t o, const TensorData& in, int64_t i) {
   size_t es = dtype_size(in.dtype());
-  std::memcpy(static_cast<unsigned char *>(out.raw()) + o * es, static_cast<const unsigned char *>(in.raw()) + i * es,
+  std::memcpy(static_cast<unsigned char*>(out.raw()) + o * es, static_cast<const unsigned char*>(in.raw()) + i * es,
               es);
 }
 
-TensorData pad(const Primitive &prim, const TensorData &x, const Shape &out_shape) {
-  const auto &pads = prim.attrs.ints("pads");
-  const std::string &mode = prim.attrs.s("mode");
+TensorData pad(const Primitive& prim, const TensorData& x, const Shape& out_shape) {
+  const auto& pads = prim.attrs.ints("pads");
+  const std::string& mode = prim.attrs.s("mode");
   double value = prim.attrs.f("value");
-  const Shape &s = x.shape();
+  const Shape& s = x.shape();
   int64_t rank = static_cast<int64_t>(s.size());
   std::vector<int64_t> st = strides_of(s);
   TensorData out(x.dtype(), out_shape);
-  for_each_index(out_shape, [&](int64_t o, const std::vector<int64_t> &idx) {
+  for_each_index(out_shape, [&](int64_t o, const std::vector<int64_t>& idx) {
     int64_t off = 0;
     for (int64_t d = 0; d < rank; ++d) {
       int64_t c = idx[d] - pads[d];
@@ -81,11 +81,11 @@ double cubic_weight(double t, double a) {
 
 }  // namespace
 
-bool resize_taps(const Attrs &a, int64_t axis, int64_t rank, int64_t x, int64_t in_len, int64_t out_len,
-                 std::vector<ResizeTap> *taps) {
+bool resize_taps(const Attrs& a, int64_t axis, int64_t rank, int64_t x, int64_t in_len, int64_t out_len,
+                 std::vector<ResizeTap>* taps) {
   double scale = a.floats("scales")[axis];
-  const std::string &mode = a.s("mode");
-  const std::string &cmode = a.s("coord_mode");
+  const std::string& mode = a.s("mode");
+  const std::string& cmode = a.s("coord_mode");
   double out_width = scale * static_cast<double>(in_len);
   double xo;
   if (cmode == "align_corners") {
@@ -101,7 +101,7 @@ bool resize_taps(const Attrs &a, int64_t axis, int64_t rank, int64_t x, int64_t 
   } else if (cmode == "tf_half_pixel_for_nearest") {
     xo = (x + 0.5) / scale;
   } else if (cmode == "tf_crop_and_resize") {
-    const auto &roi = a.floats("roi");
+    const auto& roi = a.floats("roi");
     double start = roi[axis], end = roi[rank + axis];
     xo = out_len > 1 ? start * (in_len - 1) + x * (end - start) * (in_len - 1) / (out_width - 1)
                      : 0.5 * (start + end) * (in_len - 1);
@@ -116,7 +116,7 @@ bool resize_taps(const Attrs &a, int64_t axis, int64_t rank, int64_t x, int64_t 
   int64_t i0 = static_cast<int64_t>(std::ceil(xo)) - 1;
   double ratio = xo - static_cast<double>(i0);
   if (mode == "nearest") {
-    const std::string &nm = a.s("nearest_mode");
+    const std::string& nm = a.s("nearest_mode");
     bool upper;
     if (ratio == 1.0)
       upper = true;
@@ -143,25 +143,25 @@ bool resize_taps(const Attrs &a, int64_t axis, int64_t rank, int64_t x, int64_t 
   if (mode != "nearest") {
     if (a.i("exclude_outside")) {
       double total = 0;
-      for (ResizeTap &t : *taps) {
+      for (ResizeTap& t : *taps) {
         if (t.index < 0 || t.index >= in_len) t.weight = 0;
         total += t.weight;
       }
       if (total != 0)
-        for (ResizeTap &t : *taps) t.weight /= total;
+        for (ResizeTap& t : *taps) t.weight /= total;
     }
-    for (ResizeTap &t : *taps) t.index = clamp(t.index);
+    for (ResizeTap& t : *taps) t.index = clamp(t.index);
   }
   return true;
 }
 
-bool resize_axis_is_identity(const Attrs &a, int64_t axis, int64_t in_len, int64_t out_len) {
+bool resize_axis_is_identity(const Attrs& a, int64_t axis, int64_t in_len, int64_t out_len) {
   return in_len == out_len && a.floats("scales")[axis] == 1.0 && a.s("coord_mode") != "tf_crop_and_resize";
 }
 
 namespace {
 
-TensorData resize(const Primitive &prim, const TensorData &x, DType out_dtype, const Shape &out_shape) {
+TensorData resize(const Primitive& prim, const TensorData& x, DType out_dtype, const Shape& out_shape) {
   Shape cur_shape = x.shape();
   std::vector<double> cur = x.to_f64();
   int64_t rank = static_cast<int64_t>(cur_shape.size());
@@ -192,7 +192,7 @@ TensorData resize(const Primitive &prim, const TensorData &x, DType out_dtype, c
           if (!inside) {
             v = extrapolation;
           } else {
-            for (const ResizeTap &t : taps) v += t.weight * cur[(o * in_len + t.index) * inner + i];
+            for (const ResizeTap& t : taps) v += t.weight * cur[(o * in_len + t.index) * inner + i];
           }
           next[(o * out_len + j) * inner + i] = v;
         }
@@ -205,10 +205,10 @@ TensorData resize(const Primitive &prim, const TensorData &x, DType out_dtype, c
 
 }  // namespace
 
-TensorData eval_layout(const Primitive &prim, const std::vector<const TensorData *> &in, DType out_dtype,
-                       const Shape &out_shape) {
-  const TensorData &x = *in[0];
-  const Shape &s = x.shape();
+TensorData eval_layout(const Primitive& prim, const std::vector<const TensorData*>& in, DType out_dtype,
+                       const Shape& out_shape) {
+  const TensorData& x = *in[0];
+  const Shape& s = x.shape();
   int64_t rank = static_cast<int64_t>(s.size());
   switch (prim.op) {
     case PrimOp::Broadcast: {
@@ -219,10 +219,10 @@ TensorData eval_layout(const Primitive &prim, const std::vector<const TensorData
     }
     case PrimOp::Reshape: return x.reshaped(out_shape);
     case PrimOp::Transpose: {
-      const auto &perm = prim.attrs.ints("perm");
+      const auto& perm = prim.attrs.ints("perm");
       std::vector<int64_t> st = strides_of(s);
       TensorData out(out_dtype, out_shape);
-      for_each_index(out_shape, [&](int64_t o, const std::vector<int64_t> &idx) {
+      for_each_index(out_shape, [&](int64_t o, const std::vector<int64_t>& idx) {
         int64_t off = 0;
         for (int64_t d = 0; d < rank; ++d) off += idx[d] * st[perm[d]];
         copy_elem(out, o, x, off);
@@ -230,11 +230,11 @@ TensorData eval_layout(const Primitive &prim, const std::vector<const TensorData
       return out;
     }
     case PrimOp::Slice: {
-      const auto &starts = prim.attrs.ints("starts");
-      const auto &steps = prim.attrs.ints("steps");
+      const auto& starts = prim.attrs.ints("starts");
+      const auto& steps = prim.attrs.ints("steps");
       std::vector<int64_t> st = strides_of(s);
       TensorData out(out_dtype, out_shape);
-      for_each_index(out_shape, [&](int64_t o, const std::vector<int64_t> &idx) {
+      for_each_index(out_shape, [&](int64_t o, const std::vector<int64_t>& idx) {
         int64_t off = 0;
         for (int64_t d = 0; d < rank; ++d) off += (starts[d] + idx[d] * steps[d]) * st[d];
         copy_elem(out, o, x, off);
@@ -250,11 +250,11 @@ TensorData eval_layout(const Primitive &prim, const std::vector<const TensorData
       size_t es = dtype_size(out_dtype);
       int64_t out_row = out_shape[axis] * inner;
       int64_t pos = 0;
-      for (const TensorData *t : in) {
+      for (const TensorData* t : in) {
         int64_t row = t->shape()[axis] * inner;
         for (int64_t o = 0; o < outer; ++o)
-          std::memcpy(static_cast<unsigned char *>(out.raw()) + (o * out_row + pos) * es,
-                      static_cast<const unsigned char *>(t->raw()) + o * row * es, row * es);
+          std::memcpy(static_cast<unsigned char*>(out.raw()) + (o * out_row + pos) * es,
+                      static_cast<const unsigned char*>(t->raw()) + o * row * es, row * es);
         pos += row;
       }
       return out;
@@ -262,7 +262,7 @@ TensorData eval_layout(const Primitive &prim, const std::vector<const TensorData
     case PrimOp::Pad: return pad(prim, x, out_shape);
     case PrimOp::Gather: {
       int64_t axis = prim.attrs.i("axis");
-      const TensorData &indices = *in[1];
+      const TensorData& indices = *in[1];
       int64_t outer = 1, inner = 1;
       for (int64_t d = 0; d < axis; ++d) outer *= s[d];
       for (int64_t d = axis + 1; d < rank; ++d) inner *= s[d];
@@ -279,8 +279,8 @@ TensorData eval_layout(const Primitive &prim, const std::vector<const TensorData
         for (int64_t k = 0; k < n_idx; ++k) {
           int64_t j = indices.get_i64(k);
           if (j < 0) j += len;
-          std::memcpy(static_cast<unsigned char *>(out.raw()) + ((o * n_idx + k) * inner) * es,
-                      static_cast<const unsigned char *>(x.raw()) + ((o * len + j) * inner) * es, inner * es);
+          std::memcpy(static_cast<unsigned char*>(out.raw()) + ((o * n_idx + k) * inner) * es,
+                      static_cast<const unsigned char*>(x.raw()) + ((o * len + j) * inner) * es, inner * es);
         }
       return out;
     }

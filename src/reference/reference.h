@@ -11,22 +11,22 @@ namespace korch::reference {
 
 // Evaluates one primitive. `out_dtype`/`out_shape` are the inferred output
 // type.
-TensorData evaluate(const Primitive &prim, const std::vector<const TensorData *> &inputs, DType out_dtype,
-                    const Shape &out_shape);
+TensorData evaluate(const Primitive& prim, const std::vector<const TensorData*>& inputs, DType out_dtype,
+                    const Shape& out_shape);
 
 // Runs the whole graph; `inputs` follow g.inputs() order and must match their
 // dtypes and shapes (korch::Error otherwise). Returns the values of
 // g.outputs(), in order.
-std::vector<TensorData> run_graph(const PrimGraph &g, const std::vector<TensorData> &inputs);
+std::vector<TensorData> run_graph(const PrimGraph& g, const std::vector<TensorData>& inputs);
 
 // Per-kind entry points (one file each).
-TensorData eval_elementwise(const Primitive &prim, const std::vector<const TensorData *> &inputs, DType out_dtype,
-                            const Shape &out_shape);
-TensorData eval_reduce(const Primitive &prim, const TensorData &x, DType out_dtype, const Shape &out_shape);
-TensorData eval_layout(const Primitive &prim, const std::vector<const TensorData *> &inputs, DType out_dtype,
-                       const Shape &out_shape);
-TensorData eval_window(const Primitive &prim, const TensorData &x, const Shape &out_shape);
-TensorData eval_linear(const Primitive &prim, const TensorData &x, const TensorData &w, const Shape &out_shape);
+TensorData eval_elementwise(const Primitive& prim, const std::vector<const TensorData*>& inputs, DType out_dtype,
+                            const Shape& out_shape);
+TensorData eval_reduce(const Primitive& prim, const TensorData& x, DType out_dtype, const Shape& out_shape);
+TensorData eval_layout(const Primitive& prim, const std::vector<const TensorData*>& inputs, DType out_dtype,
+                       const Shape& out_shape);
+TensorData eval_window(const Primitive& prim, const TensorData& x, const Shape& out_shape);
+TensorData eval_linear(const Primitive& prim, const TensorData& x, const TensorData& w, const Shape& out_shape);
 
 // Resize along one axis (ONNX semantics), shared with code generators so that
 // they index exactly like the reference: the taps (clamped input index, weight)
@@ -38,13 +38,13 @@ struct ResizeTap {
   int64_t index;
   double weight;
 };
-bool resize_taps(const Attrs &a, int64_t axis, int64_t rank, int64_t x, int64_t in_len, int64_t out_len,
-                 std::vector<ResizeTap> *taps);
+bool resize_taps(const Attrs& a, int64_t axis, int64_t rank, int64_t x, int64_t in_len, int64_t out_len,
+                 std::vector<ResizeTap>* taps);
 // True when Resize leaves `axis` unchanged (the reference skips it).
-bool resize_axis_is_identity(const Attrs &a, int64_t axis, int64_t in_len, int64_t out_len);
+bool resize_axis_is_identity(const Attrs& a, int64_t axis, int64_t in_len, int64_t out_len);
 
 // Offset of each output element in an input that broadcasts to `out_shape`
 // (numpy rules).
-std::vector<int64_t> broadcast_offsets(const Shape &in_shape, const Shape &out_shape);
+std::vector<int64_t> broadcast_offsets(const Shape& in_shape, const Shape& out_shape);
 
 }  // namespace korch::reference

@@ -46,8 +46,8 @@ Halide::Type storage_type(DType t) {
   return Halide::Float(32);
 }
 
-int omp_do_par_for(Halide::JITUserContext *ctx, int (*f)(Halide::JITUserContext *, int, uint8_t *), int min, int extent,
-                   uint8_t *closure) {
+int omp_do_par_for(Halide::JITUserContext* ctx, int (*f)(Halide::JITUserContext*, int, uint8_t*), int min, int extent,
+                   uint8_t* closure) {
   int result = 0;
 #pragma omp parallel for schedule(static)
   for (int i = min; i < min + extent; ++i) {
@@ -63,20 +63,20 @@ int omp_do_par_for(Halide::JITUserContext *ctx, int (*f)(Halide::JITUserContext 
 // Builds the Funcs of one kernel.
 class Generator {
  public:
-  Generator(const PrimGraph &g, const Kernel &k) : g_(g), k_(k) {}
+  Generator(const PrimGraph& g, const Kernel& k) : g_(g), k_(k) {}
 
   Func build() {
     for (size_t i = 0; i < k_.inputs.size(); ++i) {
-      const TensorInfo &t = g_.tensor(k_.inputs[i]);
+      const TensorInfo& t = g_.tensor(k_.inputs[i]);
       params_.emplace(k_.inputs[i],
                       ImageParam(storage_type(t.dtype), static_cast<int>(t.shape.size()), "in" + std::to_string(i)));
     }
     for (PrimId p : k_.prims) define(p);
     return funcs_.at(k_.output);
   }
-  const std::map<TensorId, ImageParam> &params() const { return params_; }
-  const std::vector<Func> &materialised() const { return materialised_; }
-  const std::vector<Func> &shared() const { return shared_; }
+  const std::map<TensorId, ImageParam>& params() const { return params_; }
+  const std::vector<Func>& materialised() const { return materialised_; }
+  const std::vector<Func>& shared() const { return shared_; }
 
  private:
   static std::vector<Var> vars(size_t rank) {
@@ -85,22 +85,22 @@ class Generator {
     return v;
   }
   // ONNX-order index expressions for Halide vars (x0 innermost).
-  static std::vector<Expr> onnx_index(const std::vector<Var> &v) {
+  static std::vector<Expr> onnx_index(const std::vector<Var>& v) {
     std::vector<Expr> idx(v.size());
     for (size_t a = 0; a < v.size(); ++a) idx[a] = v[v.size() - 1 - a];
     return idx;
   }
   // Value of tensor t at ONNX index `idx` (in range).
-  Expr at(TensorId t, const std::vector<Expr> &idx) {
+  Expr at(TensorId t, const std::vector<Expr>& idx) {
     std::vector<Expr> rev(idx.rbegin(), idx.rend());
     auto f = funcs_.find(t);
     if (f != funcs_.end()) return rev.empty() ? f->second() : f->second(rev);
-    ImageParam &p = params_.at(t);
+    ImageParam& p = params_.at(t);
     return rev.empty() ? p() : p(rev);
   }
   // Value of tensor t broadcast to an output of rank `out_rank` at `idx`.
-  Expr broadcast_at(TensorId t, const std::vector<Expr> &idx) {
-    const Shape &s = g_.tensor(t).shape;
+  Expr broadcast_at(TensorId t, const std::vector<Expr>& idx) {
+    const Shape& s = g_.tensor(t).shape;
     size_t shift = idx.size() - s.size();
     std::vector<Expr> in(s.size());
     for (size_t j = 0; j < s.size(); ++j) in[j] = s[j] == 1 ? Expr(0) : idx[shift + j];
@@ -114,8 +114,8 @@ class Generator {
   }
 
   void define(PrimId p) {
-    const Primitive &prim = g_.prim(p);
-    const TensorInfo &out = g_.tensor(prim.output);
+    const Primitive& prim = g_.prim(p);
+    const TensorInfo& out = g_.tensor(prim.output);
     std::vector<Var> v = vars(out.shape.size());
     std::vector<Expr> idx = onnx_index(v);
     Func f("p" + std::to_string(p) + "_" + prim_op_name(prim.op));
@@ -143,7 +143,7 @@ class Generator {
     funcs_.emplace(prim.output, f);
   }
 
-  Expr elementwise(const Primitive &prim, const std::vector<Expr> &idx, DType out_dtype) {
+  Expr elementwise(const Primitive& prim, const std::vector<Expr>& idx, DType out_dtype) {
     std::vector<Expr> a;
     for (TensorId t : prim.inputs) a.push_back(broadcast_at(t, idx));
     DType in_dtype = g_.tensor(prim.inputs[0]).dtype;
@@ -208,9 +208,9 @@ class Generator {
     throw Unsupported{str_cat("elementwise ", prim_op_name(prim.op))};
   }
 
-  Expr reduce(const Primitive &prim, const std::vector<Expr> &idx, const TensorInfo &out) {
+  Expr reduce(const Primitive& prim, const std::vector<Expr>& idx, const TensorInfo& out) {
     TensorId x = prim.inputs[0];
-    const Shape &s = g_.tensor(x).shape;
+    const Shape& s = g_.tensor(x).shape;
     if (prim.op == PrimOp::ArgMax || prim.op == PrimOp::ArgMin) {
       if (prim.attrs.i_or("select_last_index", 0)) throw Unsupported{"select_last_index"};
       int64_t axis = prim.attrs.i("axis");
@@ -230,17 +230,23 @@ class Generator {
       Halide::Tuple t = prim.op == PrimOp::ArgMax ? Halide::argmax(r, v) : Halide::argmin(r, v);
       return Halide::cast(Halide::Int(64), t[0]);
     }
-    const auto &axes = prim.attrs.ints("axes");
+    const auto& axes = prim.attrs.ints("axes");
     bool keep = prim.attrs.i("keepdims") != 0;
+    // RDom dimension 0 is the innermost loop: reduced axes enter innermost-first, so that the
+    // reduction walks memory contiguously.
+    std::vector<int64_t> reduced;
+    for (int64_t a = static_cast<int64_t>(s.size()) - 1; a >= 0; --a)
+      if (std::find(axes.begin(), axes.end(), a) != axes.end()) reduced.push_back(a);
     Halide::Region ranges;
-    for (int64_t a : axes) ranges.emplace_back(0, static_cast<int>(s[a]));
+    for (int64_t a : reduced) ranges.emplace_back(0, static_cast<int>(s[a]));
     if (ranges.empty()) throw Unsupported{"reduction over no axes"};
     RDom r(ranges);
     std::vector<Expr> in;
-    size_t o = 0, ri = 0;
+    size_t o = 0;
     for (size_t a = 0; a < s.size(); ++a) {
-      if (std::find(axes.begin(), axes.end(), static_cast<int64_t>(a)) != axes.end()) {
-        in.push_back(r[static_cast<int>(ri++)]);
+      auto pos = std::find(reduced.begin(), reduced.end(), static_cast<int64_t>(a));
+      if (pos != reduced.end()) {
+        in.push_back(r[static_cast<int>(pos - reduced.begin())]);
         if (keep) ++o;
       } else {
         in.push_back(idx[o++]);
@@ -263,19 +269,19 @@ class Generator {
     throw Unsupported{str_cat("reduction ", prim_op_name(prim.op))};
   }
 
-  Expr layout(const Primitive &prim, const std::vector<Expr> &idx) {
+  Expr layout(const Primitive& prim, const std::vector<Expr>& idx) {
     TensorId x = prim.inputs[0];
-    const Shape &s = g_.tensor(x).shape;
-    const Attrs &a = prim.attrs;
+    const Shape& s = g_.tensor(x).shape;
+    const Attrs& a = prim.attrs;
     switch (prim.op) {
       case PrimOp::Transpose: {
-        const auto &perm = a.ints("perm");
+        const auto& perm = a.ints("perm");
         std::vector<Expr> in(s.size());
         for (size_t j = 0; j < perm.size(); ++j) in[perm[j]] = idx[j];
         return at(x, in);
       }
       case PrimOp::Reshape: {
-        const Shape &o = g_.tensor(prim.output).shape;
+        const Shape& o = g_.tensor(prim.output).shape;
         // Linear index in the output, then coordinates in the input.
         Expr lin = 0;
         std::vector<int64_t> os = strides_of(o), is = strides_of(s);
@@ -287,8 +293,8 @@ class Generator {
         return at(x, in);
       }
       case PrimOp::Slice: {
-        const auto &st = a.ints("starts");
-        const auto &sp = a.ints("steps");
+        const auto& st = a.ints("starts");
+        const auto& sp = a.ints("steps");
         std::vector<Expr> in(s.size());
         for (size_t j = 0; j < s.size(); ++j) in[j] = static_cast<int>(st[j]) + idx[j] * static_cast<int>(sp[j]);
         return at(x, in);
@@ -312,8 +318,8 @@ class Generator {
         return value;
       }
       case PrimOp::Pad: {
-        const auto &pads = a.ints("pads");
-        const std::string &mode = a.s("mode");
+        const auto& pads = a.ints("pads");
+        const std::string& mode = a.s("mode");
         size_t r = s.size();
         std::vector<Expr> in(r);
         Expr inside = Halide::cast(Halide::Bool(), true);
@@ -363,12 +369,12 @@ class Generator {
   // coordinate hold the reference's taps (clamped input index and weight, and
   // whether the coordinate is inside the input for tf_crop_and_resize); the
   // value is the tensor product of the axes' taps.
-  Expr resize(const Primitive &prim, const std::vector<Expr> &idx) {
+  Expr resize(const Primitive& prim, const std::vector<Expr>& idx) {
     TensorId x = prim.inputs[0];
-    const Shape &s = g_.tensor(x).shape;
-    const Shape &o = g_.tensor(prim.output).shape;
-    const Attrs &a = prim.attrs;
-    const std::string &mode = a.s("mode");
+    const Shape& s = g_.tensor(x).shape;
+    const Shape& o = g_.tensor(prim.output).shape;
+    const Attrs& a = prim.attrs;
+    const std::string& mode = a.s("mode");
     Halide::Type ty = storage_type(g_.tensor(x).dtype);
     int taps_per_axis = mode == "nearest" ? 1 : mode == "linear" ? 2 : mode == "cubic" ? 4 : 0;
     if (taps_per_axis == 0) throw Unsupported{str_cat("Resize mode ", mode)};
@@ -417,7 +423,7 @@ class Generator {
       std::vector<Expr> in = idx;
       Expr weight;
       int rest = c;
-      for (AxisTable &t : tables) {
+      for (AxisTable& t : tables) {
         int k = rest % taps_per_axis;
         rest /= taps_per_axis;
         int len = static_cast<int>(s[t.axis]);
@@ -432,7 +438,7 @@ class Generator {
       value = value.defined() ? value + term : term;
     }
     Expr inside;
-    for (AxisTable &t : tables)
+    for (AxisTable& t : tables)
       if (t.any_outside) {
         Expr i = t.inside(t.coord) != 0;
         inside = inside.defined() ? (inside && i) : i;
@@ -441,23 +447,23 @@ class Generator {
     return value;
   }
 
-  Expr window(const Primitive &prim, const std::vector<Expr> &idx) {
+  Expr window(const Primitive& prim, const std::vector<Expr>& idx) {
     TensorId x = prim.inputs[0];
-    const Shape &s = g_.tensor(x).shape;
-    const Attrs &a = prim.attrs;
-    const auto &k = a.ints("kernel");
-    const auto &st = a.ints("strides");
-    const auto &pd = a.ints("pads");
-    const auto &dl = a.ints("dilations");
+    const Shape& s = g_.tensor(x).shape;
+    const Attrs& a = prim.attrs;
+    const auto& k = a.ints("kernel");
+    const auto& st = a.ints("strides");
+    const auto& pd = a.ints("pads");
+    const auto& dl = a.ints("dilations");
     size_t nsp = k.size();
-    Halide::Region ranges;
-    for (size_t i = 0; i < nsp; ++i) ranges.emplace_back(0, static_cast<int>(k[i]));
+    Halide::Region ranges;  // innermost spatial axis first (RDom dimension 0 is the inner loop)
+    for (size_t i = nsp; i-- > 0;) ranges.emplace_back(0, static_cast<int>(k[i]));
     RDom r(ranges);
     std::vector<Expr> in = {idx[0], idx[1]};
     Expr inside = Halide::cast(Halide::Bool(), true), in_padded = Halide::cast(Halide::Bool(), true);
     for (size_t i = 0; i < nsp; ++i) {
       Expr c = idx[2 + i] * static_cast<int>(st[i]) - static_cast<int>(pd[i]) +
-               r[static_cast<int>(i)] * static_cast<int>(dl[i]);
+               r[static_cast<int>(nsp - 1 - i)] * static_cast<int>(dl[i]);
       int n = static_cast<int>(s[2 + i]);
       inside = inside && c >= 0 && c < n;
       in_padded = in_padded && c < n + static_cast<int>(pd[nsp + i]);
@@ -470,8 +476,8 @@ class Generator {
     return total / Halide::cast(v.type(), Halide::max(count, 1));
   }
 
-  const PrimGraph &g_;
-  const Kernel &k_;
+  const PrimGraph& g_;
+  const Kernel& k_;
   std::map<TensorId, ImageParam> params_;
   std::map<TensorId, Func> funcs_;
   std::vector<Func> materialised_;
@@ -488,20 +494,20 @@ class Generator {
   }
 };
 
-Halide::Buffer<> wrap(const TensorInfo &t, const void *data) {
+Halide::Buffer<> wrap(const TensorInfo& t, const void* data) {
   std::vector<int> dims(t.shape.rbegin(), t.shape.rend());
-  return Halide::Buffer<>(storage_type(t.dtype), const_cast<void *>(data), dims);
+  return Halide::Buffer<>(storage_type(t.dtype), const_cast<void*>(data), dims);
 }
 
 class HalideKernel : public CompiledKernel {
  public:
-  HalideKernel(const PrimGraph &g, const Kernel &k, Halide::Pipeline pipeline, std::vector<ImageParam> params,
+  HalideKernel(const PrimGraph& g, const Kernel& k, Halide::Pipeline pipeline, std::vector<ImageParam> params,
                std::string description)
       : pipeline_(std::move(pipeline)), params_(std::move(params)), description_(std::move(description)) {
     for (TensorId t : k.inputs) inputs_.push_back(g.tensor(t));
     output_ = g.tensor(k.output);
   }
-  void run(const std::vector<const void *> &inputs, void *output) override {
+  void run(const std::vector<const void*>& inputs, void* output) override {
     for (size_t i = 0; i < params_.size(); ++i) params_[i].set(wrap(inputs_[i], inputs[i]));
     Halide::Buffer<> out = wrap(output_, output);
     pipeline_.realize(Halide::Realization({out}));
@@ -525,7 +531,7 @@ struct OutputSchedule {
 // Vectorise the innermost dimension and parallelise the outermost non-unit one;
 // kernels that transpose their innermost axis are tiled 16x16 so that reads and
 // writes both stay local.
-OutputSchedule schedule_output(Func &f, const Shape &shape, int vector, bool tile) {
+OutputSchedule schedule_output(Func& f, const Shape& shape, int vector, bool tile) {
   OutputSchedule s;
   int rank = static_cast<int>(shape.size());
   if (rank == 0) {
@@ -569,11 +575,11 @@ OutputSchedule schedule_output(Func &f, const Shape &shape, int vector, bool til
   return s;
 }
 
-bool transposes_innermost(const PrimGraph &g, const Kernel &k) {
+bool transposes_innermost(const PrimGraph& g, const Kernel& k) {
   for (PrimId p : k.prims) {
-    const Primitive &prim = g.prim(p);
+    const Primitive& prim = g.prim(p);
     if (prim.op != PrimOp::Transpose) continue;
-    const auto &perm = prim.attrs.ints("perm");
+    const auto& perm = prim.attrs.ints("perm");
     if (!perm.empty() && perm.back() != static_cast<int64_t>(perm.size()) - 1) return true;
   }
   return false;
@@ -581,7 +587,7 @@ bool transposes_innermost(const PrimGraph &g, const Kernel &k) {
 
 }  // namespace
 
-bool halide_supports(const PrimGraph &g, const Kernel &k, std::string *why_not) {
+bool halide_supports(const PrimGraph& g, const Kernel& k, std::string* why_not) {
   if (k.num_linear > 0) {
     if (why_not) *why_not = "kernel has a Linear primitive";
     return false;
@@ -590,17 +596,17 @@ bool halide_supports(const PrimGraph &g, const Kernel &k, std::string *why_not) 
     Generator gen(g, k);
     gen.build();  // definitions only: no JIT compilation
     return true;
-  } catch (const Unsupported &u) {
+  } catch (const Unsupported& u) {
     if (why_not) *why_not = u.why;
-  } catch (const Halide::Error &e) {
+  } catch (const Halide::Error& e) {
     if (why_not) *why_not = str_cat("Halide: ", e.what());
   }
   return false;
 }
 
-bool build_halide_pipeline(const PrimGraph &g, const Kernel &k, const Halide::Target &target,
-                           Halide::Pipeline *pipeline, std::vector<Halide::ImageParam> *params,
-                           std::string *description, std::string *why_not) {
+bool build_halide_pipeline(const PrimGraph& g, const Kernel& k, const Halide::Target& target,
+                           Halide::Pipeline* pipeline, std::vector<Halide::ImageParam>* params,
+                           std::string* description, std::string* why_not) {
   if (k.num_linear > 0) {
     if (why_not) *why_not = "kernel has a Linear primitive";
     return false;
@@ -640,15 +646,15 @@ bool build_halide_pipeline(const PrimGraph &g, const Kernel &k, const Halide::Ta
     for (TensorId t : k.inputs) params->push_back(gen.params().at(t));
     if (description) *description = str_cat("halide: ", schedule.text, reductions);
     return true;
-  } catch (const Unsupported &u) {
+  } catch (const Unsupported& u) {
     if (why_not) *why_not = u.why;
-  } catch (const Halide::Error &e) {
+  } catch (const Halide::Error& e) {
     if (why_not) *why_not = str_cat("Halide: ", e.what());
   }
   return false;
 }
 
-std::unique_ptr<CompiledKernel> compile_halide_kernel(const PrimGraph &g, const Kernel &k, std::string *why_not) {
+std::unique_ptr<CompiledKernel> compile_halide_kernel(const PrimGraph& g, const Kernel& k, std::string* why_not) {
   Halide::Target target = Halide::get_jit_target_from_environment();
   Halide::Pipeline pipeline;
   std::vector<ImageParam> params;
@@ -658,7 +664,7 @@ std::unique_ptr<CompiledKernel> compile_halide_kernel(const PrimGraph &g, const 
     pipeline.jit_handlers().custom_do_par_for = omp_do_par_for;
     pipeline.compile_jit(target);
     return std::make_unique<HalideKernel>(g, k, std::move(pipeline), std::move(params), std::move(description));
-  } catch (const Halide::Error &e) {
+  } catch (const Halide::Error& e) {
     if (why_not) *why_not = str_cat("Halide: ", e.what());
   }
   return nullptr;

@@ -24,7 +24,7 @@ Attrs axes(std::vector<int64_t> a, int64_t keep) { return Attrs().set("axes", a)
 
 // Compiles the graph's primitives as one kernel and compares with the reference
 // kernel.
-void check_kernel_or_throw(const Case &c) {
+void check_kernel_or_throw(const Case& c) {
   SCOPED_TRACE(c.name);
   PrimGraph g = c.build();
   std::vector<PrimId> all;
@@ -36,9 +36,9 @@ void check_kernel_or_throw(const Case &c) {
   auto reference = cpu::compile_reference_kernel(g, k);
   for (uint32_t seed : {1u, 2u}) {
     std::vector<TensorData> inputs = random_kernel_inputs(g, k, seed);
-    std::vector<const void *> ptrs;
-    for (const TensorData &t : inputs) ptrs.push_back(t.raw());
-    const TensorInfo &out = g.tensor(k.output);
+    std::vector<const void*> ptrs;
+    for (const TensorData& t : inputs) ptrs.push_back(t.raw());
+    const TensorInfo& out = g.tensor(k.output);
     TensorData got(out.dtype, out.shape), want(out.dtype, out.shape);
     compiled->run(ptrs, got.raw());
     reference->run(ptrs, want.raw());
@@ -48,10 +48,10 @@ void check_kernel_or_throw(const Case &c) {
   }
 }
 
-void check_kernel(const Case &c) {
+void check_kernel(const Case& c) {
   try {
     check_kernel_or_throw(c);
-  } catch (const std::exception &e) {
+  } catch (const std::exception& e) {
     ADD_FAILURE() << c.name << ": " << e.what();
   }
 }
@@ -190,7 +190,7 @@ std::vector<Case> cases() {
     DType dtype;
     int64_t exclude_outside;
   };
-  for (const ResizeCase &rc : std::vector<ResizeCase>{
+  for (const ResizeCase& rc : std::vector<ResizeCase>{
            {"nearest", "asymmetric", "floor", {1, 3, 5, 6}, {1, 3, 10, 12}, DType::F32, 0},
            {"nearest", "half_pixel", "round_prefer_ceil", {1, 2, 7, 5}, {1, 2, 4, 11}, DType::F32, 0},
            {"nearest", "asymmetric", "floor", {1, 2, 4, 4}, {1, 2, 8, 8}, DType::I64, 0},
@@ -235,7 +235,7 @@ std::vector<Case> cases() {
 
 TEST(CpuKernels, MatchReferenceAcrossKindsAndFusions) {
   cpu::set_num_threads(2);
-  for (const Case &c : cases()) check_kernel(c);
+  for (const Case& c : cases()) check_kernel(c);
 }
 
 TEST(CpuKernels, UnsupportedKernelsSayWhy) {
