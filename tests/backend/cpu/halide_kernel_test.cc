@@ -223,6 +223,25 @@ std::vector<Case> cases() {
                     return g;
                   }});
   }
+  // Long contiguous rows: accumulators vectorised by rfactor (lanes combined at the end).
+  cs.push_back({"softmax over rows of 96", [] {
+                  PrimGraph g;
+                  TensorId x = g.add_input("x", DType::F32, {3, 5, 96});
+                  TensorId m = g.add_primitive(PrimOp::ReduceMax, {x}, axes({2}, 1));
+                  TensorId e = g.add_primitive(PrimOp::Exp, {g.add_primitive(PrimOp::Sub, {x, m}, {})}, {});
+                  TensorId s = g.add_primitive(PrimOp::ReduceSum, {e}, axes({2}, 1));
+                  g.mark_output(g.add_primitive(PrimOp::Div, {e, s}, {}));
+                  return g;
+                }});
+  for (PrimOp op : {PrimOp::ReduceMin, PrimOp::ReduceMean, PrimOp::ReduceProd}) {
+    cs.push_back({std::string(prim_op_name(op)) + " over the last two axes (plane of 4x32)", [op] {
+                    PrimGraph g;
+                    TensorId x = g.add_input("x", DType::F32, {2, 3, 4, 32});
+                    TensorId y = op == PrimOp::ReduceProd ? g.add_primitive(PrimOp::Sigmoid, {x}, {}) : x;
+                    g.mark_output(g.add_primitive(op, {y}, axes({2, 3}, 0)));
+                    return g;
+                  }});
+  }
   cs.push_back({"global average pool + sigmoid gate (squeeze-excite shape)", [] {
                   PrimGraph g;
                   TensorId x = g.add_input("x", DType::F32, {1, 8, 6, 6});
