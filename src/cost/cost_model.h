@@ -28,6 +28,9 @@ class KernelMeasurer {
   // A cheap structural check (no compilation): false means measure() would drop the kernel.
   virtual bool implementable(const PrimGraph& g, const Kernel& kernel) = 0;
   virtual std::string name() const = 0;
+  // The schedule variant (Kernel::schedule) whose time measure() returned for this kernel's
+  // structure; 0 when there was one schedule or the kernel was not measured.
+  virtual int schedule(const Kernel& /*kernel*/) const { return 0; }
 };
 
 }  // namespace korch

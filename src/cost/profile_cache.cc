@@ -38,7 +38,7 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr const char* kMagic = "korch-profile-cache";
-constexpr int kSchemaVersion = 1;
+constexpr int kSchemaVersion = 2;  // 2: schedule column
 constexpr int kBusyTimeoutMs = 5000;
 constexpr int kLockTimeoutMs = 30000;
 
@@ -173,6 +173,8 @@ int64_t row_checksum(const ProfileKey& k, const ProfileEntry& e) {
   int64_t samples = e.samples;
   mix(&samples, sizeof samples);
   mix_str(e.description);
+  int64_t schedule = e.schedule;
+  mix(&schedule, sizeof schedule);
   int64_t out;
   std::memcpy(&out, &h, sizeof out);
   return out;
@@ -313,6 +315,7 @@ CREATE TABLE profiles(
   median_seconds REAL,             -- NULL for NaN
   samples INTEGER NOT NULL,
   description TEXT NOT NULL,
+  schedule INTEGER NOT NULL,       -- the fastest schedule variant (what median_seconds is for)
   checksum INTEGER NOT NULL,       -- row_checksum() of the key and the entry, as int64 bits
   stored_at INTEGER NOT NULL,      -- unix seconds
   PRIMARY KEY(structural_hash, backend, target, versions)
@@ -423,14 +426,15 @@ void check_schema(sqlite3* db) {
 
 void prepare_statements(ProfileCache::Db& d) {
   sqlite3* db = d.get();
-  d.lookup = prepare(db,
-                     "SELECT implementable, verified, median_seconds, samples, description, checksum FROM profiles "
-                     "WHERE structural_hash = ?1 AND backend = ?2 AND target = ?3 AND versions = ?4",
-                     "preparing the lookup");
+  d.lookup =
+      prepare(db,
+              "SELECT implementable, verified, median_seconds, samples, description, checksum, schedule FROM profiles "
+              "WHERE structural_hash = ?1 AND backend = ?2 AND target = ?3 AND versions = ?4",
+              "preparing the lookup");
   d.upsert = prepare(db,
                      "INSERT OR REPLACE INTO profiles(structural_hash, backend, target, versions, implementable, "
-                     "verified, median_seconds, samples, description, checksum, stored_at) "
-                     "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, CAST(strftime('%s', 'now') AS INTEGER))",
+                     "verified, median_seconds, samples, description, checksum, schedule, stored_at) "
+                     "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, CAST(strftime('%s', 'now') AS INTEGER))",
                      "preparing the store");
   d.count = prepare(db, "SELECT count(*) FROM profiles", "preparing the count");
   d.begin = prepare(db, "BEGIN IMMEDIATE", "preparing BEGIN");
@@ -604,6 +608,7 @@ std::optional<ProfileEntry> ProfileCache::lookup_db(const ProfileKey& key) {
       sqlite3_column_type(s, 2) == SQLITE_NULL ? std::numeric_limits<double>::quiet_NaN() : sqlite3_column_double(s, 2);
   e.samples = sqlite3_column_int(s, 3);
   e.description = column_text(s, 4);
+  e.schedule = sqlite3_column_int(s, 6);
   if (sqlite3_column_type(s, 5) != SQLITE_INTEGER || sqlite3_column_int64(s, 5) != row_checksum(key, e)) {
     throw DamagedRow{};
   }
@@ -656,6 +661,7 @@ void ProfileCache::write_rows(const std::map<ProfileKey, ProfileEntry>& rows) {
         sqlite3_bind_int(s, 8, e.samples);
         bind_text(db, s, 9, e.description);
         sqlite3_bind_int64(s, 10, row_checksum(key, e));
+        sqlite3_bind_int(s, 11, e.schedule);
         step(db, s, "storing a profile");
       }
       if (many) {

@@ -49,6 +49,7 @@ struct ProfileEntry {
   double median_seconds = 0;   // valid when implementable && verified (NaN round-trips)
   int samples = 0;
   std::string description;  // backend/schedule description or the reason it was dropped
+  int schedule = 0;         // the schedule variant median_seconds was measured with (the fastest)
 };
 
 class ProfileCache {

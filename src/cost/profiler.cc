@@ -91,18 +91,12 @@ std::string CpuProfiler::versions() {
   return str_cat("halide14 onednn", v->major, ".", v->minor, ".", v->patch, " korch-codegen-2");
 }
 
-std::optional<double> CpuProfiler::measure(const PrimGraph& g, const Kernel& k) {
-  auto start = std::chrono::steady_clock::now();
-  ProfileKey key{k.hash, "cpu", target_, versions()};
-  if (cache_) {
-    if (auto hit = cache_->lookup(key)) {
-      ++stats_.cache_hits;
-      if (hit->implementable && hit->verified) return hit->median_seconds;
-      return std::nullopt;
-    }
-  }
-  cpu::set_num_threads(threads_);
+// Compiles, verifies (against `want`, the reference output for `inputs`) and times one
+// schedule variant of a kernel.
+ProfileEntry CpuProfiler::profile_variant(const PrimGraph& g, const Kernel& k, const std::vector<const void*>& inputs,
+                                          const TensorData& want) {
   ProfileEntry entry;
+  entry.schedule = k.schedule;
   std::string why;
   std::unique_ptr<cpu::CompiledKernel> compiled;
   try {
@@ -111,45 +105,89 @@ std::optional<double> CpuProfiler::measure(const PrimGraph& g, const Kernel& k) 
     why = str_cat("code generation failed: ", e.what());
   }
   if (!compiled) {
-    entry.implementable = false;
     entry.description = why;
-  } else
-    try {
-      entry.implementable = true;
-      entry.description = compiled->describe();
-      // Verify against the reference executor.
-      std::vector<TensorData> inputs = random_kernel_inputs(g, k, static_cast<uint32_t>(k.hash));
-      std::vector<const void*> ptrs;
-      for (const TensorData& t : inputs) ptrs.push_back(t.raw());
-      const TensorInfo& out = g.tensor(k.output);
-      TensorData got(out.dtype, out.shape), want(out.dtype, out.shape);
-      compiled->run(ptrs, got.raw());
-      cpu::compile_reference_kernel(g, k)->run(ptrs, want.raw());
-      Comparison c = compare_tensors(got, want, Tolerance{1e-4, 1e-3});
-      entry.verified = c.pass;
-      if (!c.pass) {
-        ++stats_.mismatches;
-        entry.description = str_cat("mismatch vs reference (max abs ", c.max_abs_error, ", ", c.mismatches,
-                                    " elements) in ", compiled->describe());
-        if (log_) log_(str_cat("dropped kernel [", kernel_summary(g, k), "]: ", entry.description));
-      } else {
-        TensorData scratch(out.dtype, out.shape);
-        entry.median_seconds = median_run_seconds([&] { compiled->run(ptrs, scratch.raw()); });
-        entry.samples = 1;
-        ++stats_.measured;
-      }
-    } catch (const std::exception& e) {
-      entry.implementable = false;
-      entry.verified = false;
-      entry.description = str_cat("failed while verifying or timing: ", e.what(), " in ", compiled->describe());
+    return entry;
+  }
+  try {
+    entry.implementable = true;
+    entry.description = compiled->describe();
+    const TensorInfo& out = g.tensor(k.output);
+    TensorData got(out.dtype, out.shape);
+    compiled->run(inputs, got.raw());
+    Comparison c = compare_tensors(got, want, Tolerance{1e-4, 1e-3});
+    entry.verified = c.pass;
+    if (!c.pass) {
+      ++stats_.mismatches;
+      entry.description = str_cat("mismatch vs reference (max abs ", c.max_abs_error, ", ", c.mismatches,
+                                  " elements) in ", compiled->describe());
       if (log_) log_(str_cat("dropped kernel [", kernel_summary(g, k), "]: ", entry.description));
+    } else {
+      TensorData scratch(out.dtype, out.shape);
+      entry.median_seconds = median_run_seconds([&] { compiled->run(inputs, scratch.raw()); });
+      entry.samples = 1;
     }
-  if (!entry.implementable) ++stats_.dropped;
-  if (entry.implementable && !entry.verified) ++stats_.dropped;
-  if (cache_) cache_->store(key, entry);
+  } catch (const std::exception& e) {
+    entry.implementable = false;
+    entry.verified = false;
+    entry.description = str_cat("failed while verifying or timing: ", e.what(), " in ", compiled->describe());
+    if (log_) log_(str_cat("dropped kernel [", kernel_summary(g, k), "]: ", entry.description));
+  }
+  return entry;
+}
+
+std::optional<double> CpuProfiler::measure(const PrimGraph& g, const Kernel& k) {
+  auto start = std::chrono::steady_clock::now();
+  ProfileKey key{k.hash, "cpu", target_, versions()};
+  if (cache_) {
+    if (auto hit = cache_->lookup(key)) {
+      ++stats_.cache_hits;
+      schedules_[k.hash] = hit->schedule;
+      if (hit->implementable && hit->verified) return hit->median_seconds;
+      return std::nullopt;
+    }
+  }
+  cpu::set_num_threads(threads_);
+  ProfileEntry best;
+  try {
+    // One set of random inputs and one reference output serve every schedule variant.
+    std::vector<TensorData> inputs = random_kernel_inputs(g, k, static_cast<uint32_t>(k.hash));
+    std::vector<const void*> ptrs;
+    for (const TensorData& t : inputs) ptrs.push_back(t.raw());
+    const TensorInfo& out = g.tensor(k.output);
+    TensorData want(out.dtype, out.shape);
+    cpu::compile_reference_kernel(g, k)->run(ptrs, want.raw());
+    int variants = cpu::schedule_variants(g, k);
+    for (int v = 0; v < variants; ++v) {
+      Kernel variant = k;
+      variant.schedule = v;
+      ProfileEntry e = profile_variant(g, variant, ptrs, want);
+      bool ok = e.implementable && e.verified;
+      if (v == 0) {
+        best = e;
+        if (!ok) break;  // the default schedule failed: the kernel is dropped
+      } else if (ok && e.median_seconds < best.median_seconds) {
+        best = e;
+      }
+    }
+  } catch (const std::exception& e) {  // e.g. the reference itself cannot evaluate the inputs
+    best = ProfileEntry{};
+    best.description = str_cat("profiling failed: ", e.what());
+    if (log_) log_(str_cat("dropped kernel [", kernel_summary(g, k), "]: ", best.description));
+  }
+  if (best.implementable && best.verified)
+    ++stats_.measured;
+  else
+    ++stats_.dropped;
+  schedules_[k.hash] = best.schedule;
+  if (cache_) cache_->store(key, best);
   stats_.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (entry.implementable && entry.verified) return entry.median_seconds;
+  if (best.implementable && best.verified) return best.median_seconds;
   return std::nullopt;
+}
+
+int CpuProfiler::schedule(const Kernel& k) const {
+  auto it = schedules_.find(k.hash);
+  return it == schedules_.end() ? 0 : it->second;
 }
 
 bool CpuProfiler::implementable(const PrimGraph& g, const Kernel& k) {

@@ -7,6 +7,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <unordered_map>
 
 #include "cost/cost_model.h"
 #include "cost/profile_cache.h"
@@ -14,11 +15,11 @@
 namespace korch {
 
 struct ProfilerStats {
-  int measured = 0;       // compiled, verified and timed in this run
+  int measured = 0;  // compiled, verified and timed in this run
   int cache_hits = 0;
-  int dropped = 0;        // backend refused or result mismatched
+  int dropped = 0;  // backend refused or result mismatched
   int mismatches = 0;
-  double seconds = 0;     // time spent compiling, verifying and timing
+  double seconds = 0;  // time spent compiling, verifying and timing
 };
 
 class CpuProfiler : public KernelMeasurer {
@@ -30,6 +31,7 @@ class CpuProfiler : public KernelMeasurer {
   double measure_fallback(const PrimGraph& g, const Kernel& kernel) override;
   bool implementable(const PrimGraph& g, const Kernel& kernel) override;
   std::string name() const override { return "measured-cpu"; }
+  int schedule(const Kernel& kernel) const override;
   const ProfilerStats& stats() const { return stats_; }
   // Target and version strings that key the cache.
   std::string target() const { return target_; }
@@ -41,6 +43,10 @@ class CpuProfiler : public KernelMeasurer {
   std::function<void(const std::string&)> log_;
   std::string target_;
   ProfilerStats stats_;
+  std::unordered_map<uint64_t, int> schedules_;  // structural hash -> fastest schedule variant
+
+  ProfileEntry profile_variant(const PrimGraph& g, const Kernel& k, const std::vector<const void*>& inputs,
+                               const TensorData& want);
 };
 
 // Random inputs for a kernel (constants keep their values; indices stay in range).

@@ -10,12 +10,13 @@
 namespace korch {
 
 struct Kernel {
-  std::vector<PrimId> prims;   // ascending (a topological order)
-  TensorId output = kNone;     // the sink's output
+  std::vector<PrimId> prims;     // ascending (a topological order)
+  TensorId output = kNone;       // the sink's output
   std::vector<TensorId> inputs;  // external tensors read (graph inputs, constants, other kernels' outputs)
-  double cost = 0;             // seconds, from the cost model that priced it
-  uint64_t hash = 0;           // structural hash of the primitive set
+  double cost = 0;               // seconds, from the cost model that priced it
+  uint64_t hash = 0;             // structural hash of the primitive set
   int num_linear = 0;
+  int schedule = 0;  // backend schedule variant chosen by profiling (0: default); not hashed
 };
 
 // Builds the kernel of a primitive set; throws korch::Error unless the set has exactly one

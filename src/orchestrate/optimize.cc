@@ -31,6 +31,7 @@ class PricedCache {
     auto m = measured_.find(k.hash);
     if (m != measured_.end() && m->second) {
       k.cost = *m->second;
+      k.schedule = schedules_[k.hash];
       return;
     }
     // Unmeasured: the model's estimate, scaled by the smallest measured/estimated ratio seen
@@ -59,6 +60,7 @@ class PricedCache {
       bool generated = m.has_value();
       if (!m && allow_fallback) m = measurer_->measure_fallback(g_, k);
       it = measured_.emplace(k.hash, m).first;
+      schedules_[k.hash] = generated ? measurer_->schedule(k) : 0;
       if (generated) {
         double ratio = *m / std::max(estimate(k), 1e-12);
         double& r = min_ratio_[k.num_linear > 0];
@@ -67,6 +69,7 @@ class PricedCache {
     }
     if (!it->second) return false;
     k.cost = *it->second;
+    k.schedule = schedules_[k.hash];
     return true;
   }
   bool measuring() const { return measurer_ != nullptr; }
@@ -84,6 +87,7 @@ class PricedCache {
   KernelMeasurer* measurer_;
   std::unordered_map<uint64_t, double> cache_;
   std::unordered_map<uint64_t, std::optional<double>> measured_;
+  std::unordered_map<uint64_t, int> schedules_;  // the measured schedule variant
   std::unordered_map<uint64_t, bool> implementable_;
   double min_ratio_[2] = {0, 0};
 };
@@ -193,7 +197,7 @@ OptimizeResult optimize(const PrimGraph& g, CostModel& cost, const OptimizeOptio
   auto per_op_by_part = by_partition(result.per_op.kernels);
   auto per_prim_by_part = by_partition(result.per_primitive.kernels);
 
-  std::map<uint64_t, int> solved;                 // partition hash -> partition index solved
+  std::map<uint64_t, int> solved;                                           // partition hash -> partition index solved
   std::vector<std::vector<std::vector<PrimId>>> chosen_sets(parts.size());  // prim sets per partition
   Plan korch;
   korch.strategy = "korch";

@@ -79,6 +79,7 @@ std::string plan_to_json(const PrimGraph& g, const Plan& plan) {
     kj["inputs"] = k.inputs;
     kj["cost_us"] = k.cost * 1e6;
     kj["hash"] = str_cat(std::hex, k.hash);
+    if (k.schedule != 0) kj["schedule"] = k.schedule;
     j["kernels"].push_back(kj);
   }
   return j.dump(1);
@@ -101,6 +102,8 @@ Plan plan_from_json(const PrimGraph& g, const std::string& text, const std::stri
         if (p < 0 || p >= g.num_prims()) fail(what, ": kernel names primitive ", p, ", which does not exist");
       Kernel k = make_kernel(g, prims);
       k.cost = kj.value("cost_us", 0.0) * 1e-6;
+      k.schedule = kj.value("schedule", 0);
+      if (k.schedule < 0 || k.schedule > 64) fail(what, ": kernel schedule variant ", k.schedule, " is out of range");
       plan.kernels.push_back(std::move(k));
     }
   } catch (const nlohmann::json::exception& e) {

@@ -101,7 +101,7 @@ class ProfileCacheTest : public ::testing::Test {
 TEST_F(ProfileCacheTest, StoreLookupRoundTrip) {
   ProfileCache cache(path_, collect());
   EXPECT_EQ(cache.path(), path_);
-  ProfileEntry e{true, true, 1.25e-4, 17, "onednn: matmul 'gemm' \"avx512\" \xce\xbc-kernel"};
+  ProfileEntry e{true, true, 1.25e-4, 17, "onednn: matmul 'gemm' \"avx512\" \xce\xbc-kernel", 2};
   cache.store(key(42), e);
   auto got = cache.lookup(key(42));
   ASSERT_TRUE(got);
@@ -110,6 +110,7 @@ TEST_F(ProfileCacheTest, StoreLookupRoundTrip) {
   EXPECT_EQ(got->median_seconds, 1.25e-4);
   EXPECT_EQ(got->samples, 17);
   EXPECT_EQ(got->description, e.description);
+  EXPECT_EQ(got->schedule, 2);
   EXPECT_EQ(cache.size(), 1);
   EXPECT_TRUE(warnings_.empty());
 }

@@ -124,8 +124,10 @@ PrimGraph random_dag(std::mt19937& rng, int n) {
     std::uniform_int_distribution<size_t> pick(0, tensors.size() - 1);
     // Bias toward recent tensors so the DAG is deep as well as wide.
     size_t a = std::max(pick(rng), pick(rng));
-    if (rng() % 3 == 0) tensors.push_back(g.add_primitive(PrimOp::Exp, {tensors[a]}, {}));
-    else tensors.push_back(g.add_primitive(PrimOp::Add, {tensors[a], tensors[pick(rng)]}, {}));
+    if (rng() % 3 == 0)
+      tensors.push_back(g.add_primitive(PrimOp::Exp, {tensors[a]}, {}));
+    else
+      tensors.push_back(g.add_primitive(PrimOp::Add, {tensors[a], tensors[pick(rng)]}, {}));
   }
   auto consumers = g.consumers();
   for (PrimId p = 0; p < g.num_prims(); ++p)
@@ -154,8 +156,8 @@ TEST(Blp, MatchesBruteForceOnRandomDags) {
     SelectionResult blp = solve_selection_blp(problem, {}, 30);
     ASSERT_TRUE(blp.proven_optimal);
     ASSERT_TRUE(selection_is_feasible(problem, blp.chosen));
-    ASSERT_NEAR(blp.cost, exact.cost, 1e-6) << "trial " << trial << " with " << n << " primitives, " << cands.size()
-                                            << " candidates";
+    ASSERT_NEAR(blp.cost, exact.cost, 1e-6)
+        << "trial " << trial << " with " << n << " primitives, " << cands.size() << " candidates";
     ++checked;
   }
   EXPECT_EQ(checked, 200);
@@ -168,10 +170,17 @@ TEST(Plan, ValidationJsonAndForeignGraphs) {
   EXPECT_TRUE(validate_plan(g, r.korch).empty());
   EXPECT_LE(r.korch.predicted_seconds(), r.greedy.predicted_seconds() + 1e-12);
   EXPECT_LE(r.korch.predicted_seconds(), r.per_op.predicted_seconds() + 1e-12);
-  // JSON round trip.
+  // JSON round trip, schedule variants included.
+  r.korch.kernels.back().schedule = 1;
   Plan back = plan_from_json(g, plan_to_json(g, r.korch), "test plan");
   ASSERT_EQ(back.kernels.size(), r.korch.kernels.size());
-  for (size_t i = 0; i < back.kernels.size(); ++i) EXPECT_EQ(back.kernels[i].prims, r.korch.kernels[i].prims);
+  for (size_t i = 0; i < back.kernels.size(); ++i) {
+    EXPECT_EQ(back.kernels[i].prims, r.korch.kernels[i].prims);
+    EXPECT_EQ(back.kernels[i].schedule, r.korch.kernels[i].schedule);
+  }
+  r.korch.kernels.back().schedule = -3;
+  EXPECT_THROW(plan_from_json(g, plan_to_json(g, r.korch), "p"), Error);
+  r.korch.kernels.back().schedule = 0;
   // A plan for another graph, a corrupt file, a plan missing a kernel.
   EXPECT_THROW(plan_from_json(residual_net(3), plan_to_json(g, r.korch), "p"), Error);
   EXPECT_THROW(plan_from_json(g, "{\"format\": 3", "p"), Error);

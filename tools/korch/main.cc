@@ -1,21 +1,22 @@
 // The korch command line: inspect | check | optimize | calibrate. Every korch::Error becomes one "error: ..." line
 // on stderr and exit status 1; usage errors exit with 2.
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
-#include <fstream>
-#include <iomanip>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <iomanip>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "check/test_case.h"
-#include "export_command.h"
-#include "frontend/onnx_import.h"
-#include "frontend/onnx_tensor.h"
 #include "cost/analytic.h"
 #include "cost/calibrate.h"
 #include "cost/profiler.h"
-#include <unistd.h>
+#include "export_command.h"
+#include "frontend/onnx_import.h"
+#include "frontend/onnx_tensor.h"
 #include "ir/printer.h"
 #include "orchestrate/optimize.h"
 #include "reference/reference.h"
@@ -39,7 +40,8 @@ int run_inspect(const std::string& model_path, const std::vector<std::string>& s
   std::cout << "model: " << model_path << "\nopset: " << m.opset << "   producer: " << m.producer
             << "\nparameters: " << m.num_parameters << "\n\ninputs:\n";
   for (TensorId t : g.inputs())
-    std::cout << "  " << g.tensor(t).name << ": " << dtype_name(g.tensor(t).dtype) << shape_str(g.tensor(t).shape) << "\n";
+    std::cout << "  " << g.tensor(t).name << ": " << dtype_name(g.tensor(t).dtype) << shape_str(g.tensor(t).shape)
+              << "\n";
   std::cout << "outputs:\n";
   for (size_t i = 0; i < g.outputs().size(); ++i) {
     const TensorInfo& info = g.tensor(g.outputs()[i]);
@@ -109,7 +111,8 @@ struct OptimizeRun {
 
 OptimizeRun run_optimizer(const PrimGraph& g, OptimizeFlags f, const std::string& default_cost = "analytic") {
   if (f.cost.empty()) f.cost = default_cost;
-  if (f.cost != "analytic" && f.cost != "measured") fail("unknown cost model '", f.cost, "' (available: analytic, measured)");
+  if (f.cost != "analytic" && f.cost != "measured")
+    fail("unknown cost model '", f.cost, "' (available: analytic, measured)");
   if (f.max_kernel_prims < 1 || f.max_partition_prims < 2) fail("kernel and partition bounds must be positive");
   AnalyticCostModel model(machine_from(f));
   OptimizeOptions options;
@@ -143,6 +146,7 @@ OptimizeRun run_optimizer(const PrimGraph& g, OptimizeFlags f, const std::string
     double measure_fallback(const PrimGraph& g, const Kernel& k) override { return inner->measure_fallback(g, k); }
     bool implementable(const PrimGraph& g, const Kernel& k) override { return inner->implementable(g, k); }
     std::string name() const override { return inner->name(); }
+    int schedule(const Kernel& k) const override { return inner->schedule(k); }
   } measurer;
   measurer.inner = profiler.get();
   measurer.progress = &progress;
@@ -167,16 +171,18 @@ void print_summary(const OptimizeRun& run, const MachineFigures& m) {
             << (r.all_optimal ? "every partition proven optimal" : "NOT all partitions proven optimal")
             << "   total optimize time: " << r.total_seconds << " s\n";
   if (run.measured)
-    std::cout << "profiling: " << r.num_measured << " kernel structures measured of " << r.num_priced
-              << " priced (" << r.num_candidates << " candidates enumerated), " << run.profile.measured
-              << " compiled+timed now, " << run.profile.cache_hits << " from cache, " << r.num_dropped
-              << " dropped, " << run.profile.mismatches << " mismatches, " << r.solve_rounds << " BLP solves, "
-              << std::fixed << std::setprecision(1) << run.profile.seconds << " s\n  cache: " << run.cache_path << "\n"
+    std::cout << "profiling: " << r.num_measured << " kernel structures measured of " << r.num_priced << " priced ("
+              << r.num_candidates << " candidates enumerated), " << run.profile.measured << " compiled+timed now, "
+              << run.profile.cache_hits << " from cache, " << r.num_dropped << " dropped, " << run.profile.mismatches
+              << " mismatches, " << r.solve_rounds << " BLP solves, " << std::fixed << std::setprecision(1)
+              << run.profile.seconds << " s\n  cache: " << run.cache_path << "\n"
               << std::defaultfloat;
   for (const auto& p : r.partitions)
     if (p.status != "optimal" && p.status != "reused")
       std::cout << "  partition " << p.index << " (" << p.num_prims << " primitives): " << p.status << "\n";
-  std::cout << "\n" << std::left << std::setw(16) << "plan" << std::setw(10) << "kernels" << "predicted (ms)\n";
+  std::cout << "\n"
+            << std::left << std::setw(16) << "plan" << std::setw(10) << "kernels"
+            << "predicted (ms)\n";
   for (const Plan* plan : {&r.per_primitive, &r.per_op, &r.greedy, &r.korch})
     std::cout << std::setw(16) << plan->strategy << std::setw(10) << plan->kernels.size() << std::setprecision(3)
               << plan->predicted_seconds() * 1e3 << "\n";
@@ -224,7 +230,8 @@ int run_model(const std::string& model_path, const std::vector<std::string>& sha
               const std::vector<std::string>& input_specs, const std::string& out_dir, bool profile, bool serve,
               bool random, const OptimizeFlags& flags) {
   ImportedModel m = import_onnx_file(model_path, import_options(shapes));
-  Plan plan = plan_path.empty() ? run_optimizer(m.graph, flags, "measured").result.korch : load_plan(m.graph, plan_path);
+  Plan plan =
+      plan_path.empty() ? run_optimizer(m.graph, flags, "measured").result.korch : load_plan(m.graph, plan_path);
   std::map<std::string, TensorData> given;
   for (const std::string& spec : input_specs) {
     auto eq = spec.find('=');
@@ -275,9 +282,11 @@ int run_model(const std::string& model_path, const std::vector<std::string>& sha
     const auto& t = runtime.last_timings();
     for (size_t i = 0; i < t.size(); ++i) {
       std::string ops;
-      for (PrimId p : plan.kernels[i].prims) ops += std::string(ops.empty() ? "" : "+") + prim_op_name(m.graph.prim(p).op);
-      std::cout << "  " << std::setw(4) << i << std::setw(10) << std::fixed << std::setprecision(3) << t[i].seconds * 1e3
-                << " ms  " << ops << "  [" << t[i].description << "]\n" << std::defaultfloat;
+      for (PrimId p : plan.kernels[i].prims)
+        ops += std::string(ops.empty() ? "" : "+") + prim_op_name(m.graph.prim(p).op);
+      std::cout << "  " << std::setw(4) << i << std::setw(10) << std::fixed << std::setprecision(3)
+                << t[i].seconds * 1e3 << " ms  " << ops << "  [" << t[i].description << "]\n"
+                << std::defaultfloat;
     }
   }
   return 0;
@@ -320,18 +329,23 @@ int run_bench(const std::string& model_path, const std::vector<std::string>& sha
     std::sort(t.begin(), t.end());
     double median = t[t.size() / 2], p10 = t[t.size() / 10], p90 = t[(t.size() * 9) / 10];
     bool ok = true;
-    for (size_t o = 0; o < expected.size(); ++o) ok = ok && compare_tensors(outputs[i][o], expected[o], Tolerance{}).pass;
+    for (size_t o = 0; o < expected.size(); ++o)
+      ok = ok && compare_tensors(outputs[i][o], expected[o], Tolerance{}).pass;
     double predicted = plans[i]->predicted_seconds();
     std::cout << std::setw(10) << plans[i]->strategy << std::setw(9) << plans[i]->kernels.size() << std::fixed
               << std::setprecision(3) << std::setw(14) << median * 1e3 << std::setw(18)
-              << str_cat(std::fixed, std::setprecision(3), p10 * 1e3, "-", p90 * 1e3) << std::setw(16) << predicted * 1e3
-              << std::setw(12) << std::setprecision(2) << predicted / median << (ok ? "match" : "MISMATCH") << "\n"
+              << str_cat(std::fixed, std::setprecision(3), p10 * 1e3, "-", p90 * 1e3) << std::setw(16)
+              << predicted * 1e3 << std::setw(12) << std::setprecision(2) << predicted / median
+              << (ok ? "match" : "MISMATCH") << "\n"
               << std::defaultfloat;
     if (plans[i]->strategy == "korch") korch_median = median;
     if (plans[i]->strategy == "greedy") greedy_median = median;
-    j["plans"][plans[i]->strategy] = {{"kernels", plans[i]->kernels.size()}, {"median_ms", median * 1e3},
-                                      {"p10_ms", p10 * 1e3},                  {"p90_ms", p90 * 1e3},
-                                      {"predicted_ms", predicted * 1e3},       {"outputs_match_reference", ok},
+    j["plans"][plans[i]->strategy] = {{"kernels", plans[i]->kernels.size()},
+                                      {"median_ms", median * 1e3},
+                                      {"p10_ms", p10 * 1e3},
+                                      {"p90_ms", p90 * 1e3},
+                                      {"predicted_ms", predicted * 1e3},
+                                      {"outputs_match_reference", ok},
                                       {"fallback_kernels", runtimes[i]->num_fallback_kernels()}};
   }
   std::cout << "korch vs greedy (measured): " << std::setprecision(3) << greedy_median / korch_median << "x\n";
@@ -366,7 +380,10 @@ int run_check(const std::string& case_dir, const std::string& backend, const std
     Plan plan;
     if (plan_spec == "korch" || plan_spec == "greedy" || plan_spec == "per-op" || plan_spec == "per-primitive") {
       OptimizeResult r = run_optimizer(m.graph, flags, backend == "cpu" ? "measured" : "analytic").result;
-      plan = plan_spec == "korch" ? r.korch : plan_spec == "greedy" ? r.greedy : plan_spec == "per-op" ? r.per_op : r.per_primitive;
+      plan = plan_spec == "korch"    ? r.korch
+             : plan_spec == "greedy" ? r.greedy
+             : plan_spec == "per-op" ? r.per_op
+                                     : r.per_primitive;
     } else if (plan_spec.empty()) {
       plan = run_optimizer(m.graph, flags, backend == "cpu" ? "measured" : "analytic").result.korch;
     } else {
@@ -421,7 +438,8 @@ int main(int argc, char** argv) {
                     "Cost model: analytic | measured (profile on this CPU; the default where the CPU backend runs)");
     cmd->add_option("--machine", flags.machine_file, "Machine figures file (default: korch calibrate's)");
     cmd->add_option("--max-kernel-prims", flags.max_kernel_prims, "Primitives per candidate kernel (default 8)");
-    cmd->add_option("--max-partition-prims", flags.max_partition_prims, "Primitives per partition (default 64, max 128)");
+    cmd->add_option("--max-partition-prims", flags.max_partition_prims,
+                    "Primitives per partition (default 64, max 128)");
     cmd->add_option("--time-limit", flags.time_limit, "Solver time limit per partition, seconds (default 60)");
     cmd->add_option("--threads", flags.threads, "CPU threads (default 2)");
     cmd->add_option("--cache", flags.cache_path, "Profile cache file (default: the user cache)");
@@ -435,7 +453,8 @@ int main(int argc, char** argv) {
   opt->add_option("-o,--output", out_path, "Write the plan as JSON");
   opt->add_option("--dot", dot_path, "Write the primitive graph coloured by kernel");
   std::string baseline_dir;
-  opt->add_option("--baselines", baseline_dir, "Also write greedy.json, per-op.json, per-primitive.json into this folder");
+  opt->add_option("--baselines", baseline_dir,
+                  "Also write greedy.json, per-op.json, per-primitive.json into this folder");
   opt->add_option("--input-shape", shapes, "Fix an input shape: NAME=D0,D1,...");
   add_optimize_flags(opt);
 
@@ -464,7 +483,8 @@ int main(int argc, char** argv) {
   add_optimize_flags(bench);
 
   std::string export_plan, export_out;
-  CLI::App* exp = app.add_subcommand("export", "Write a deployable package (C API, AOT Halide kernels) of a model + plan");
+  CLI::App* exp =
+      app.add_subcommand("export", "Write a deployable package (C API, AOT Halide kernels) of a model + plan");
   exp->add_option("model", model_path, "ONNX model file")->required();
   exp->add_option("--input-shape", shapes, "Fix an input shape: NAME=D0,D1,...");
   exp->add_option("--plan", export_plan, "Plan file (korch optimize -o)")->required();
@@ -483,7 +503,8 @@ int main(int argc, char** argv) {
     if (*cal) return korch::run_calibrate(threads, machine_out);
     if (*exp) return korch::run_export(model_path, shapes, export_plan, export_out, threads);
     if (*bench) return korch::run_bench(model_path, shapes, std::max(rounds, 3), json_path, flags);
-    if (*runc) return korch::run_model(model_path, shapes, plan_spec, input_specs, out_dir, profile, serve, random, flags);
+    if (*runc)
+      return korch::run_model(model_path, shapes, plan_spec, input_specs, out_dir, profile, serve, random, flags);
   } catch (const korch::Error& e) {
     std::cerr << "error: " << e.what() << "\n";
     return 1;

@@ -29,8 +29,13 @@ std::unique_ptr<CompiledKernel> compile_halide_kernel(const PrimGraph& g, const 
 // The Halide pipeline of a memory-bound kernel with its schedule for `target` (what
 // compile_halide_kernel JIT-compiles; `korch export` compiles it ahead of time). params: one
 // ImageParam per k.inputs, in order. false (and why_not) when Halide cannot implement it.
-bool build_halide_pipeline(const PrimGraph& g, const Kernel& k, const Halide::Target& target, Halide::Pipeline* pipeline,
-                           std::vector<Halide::ImageParam>* params, std::string* description, std::string* why_not);
+bool build_halide_pipeline(const PrimGraph& g, const Kernel& k, const Halide::Target& target,
+                           Halide::Pipeline* pipeline, std::vector<Halide::ImageParam>* params,
+                           std::string* description, std::string* why_not);
+// Number of schedule variants the backend can generate for a kernel (Kernel::schedule picks
+// one; 0 is the default). Profiling times every variant and keeps the fastest.
+int halide_schedule_variants(const PrimGraph& g, const Kernel& k);
+int schedule_variants(const PrimGraph& g, const Kernel& k);
 // Kernels with one Linear primitive (MatMul / Conv / ConvTranspose) plus an elementwise
 // epilogue as oneDNN 2.6 primitives with post-ops.
 std::unique_ptr<CompiledKernel> compile_onednn_kernel(const PrimGraph& g, const Kernel& k, std::string* why_not);

@@ -531,7 +531,14 @@ struct OutputSchedule {
 // Vectorise the innermost dimension and parallelise the outermost non-unit one;
 // kernels that transpose their innermost axis are tiled 16x16 so that reads and
 // writes both stay local.
-OutputSchedule schedule_output(Func& f, const Shape& shape, int vector, bool tile) {
+// Schedule variants (profiling times each one a kernel has and keeps the fastest).
+enum class Variant {
+  Default,        // the schedule described above
+  FusedParallel,  // parallel over all outer axes fused: more, smaller tasks (short outermost axis)
+  Transpose2D,    // transposing kernels: 8x8 tiles vectorised in both dimensions (shuffles)
+};
+
+OutputSchedule schedule_output(Func& f, const Shape& shape, int vector, bool tile, Variant variant) {
   OutputSchedule s;
   int rank = static_cast<int>(shape.size());
   if (rank == 0) {
@@ -546,6 +553,21 @@ OutputSchedule schedule_output(Func& f, const Shape& shape, int vector, bool til
       break;
     }
   bool tiled = tile && rank >= 2 && shape[rank - 1] >= 16 && shape[rank - 2] >= 16;
+  if (tiled && variant == Variant::Transpose2D) {
+    Var xo("xo"), yo("yo"), xi("xi"), yi("yi");
+    f.tile(v[0], v[1], xo, yo, xi, yi, 8, 8, Halide::TailStrategy::GuardWithIf).vectorize(xi).vectorize(yi);
+    s.text = "tile 8x8 vectorised in both dimensions";
+    if (par_axis == rank - 2) {
+      f.parallel(yo);
+      s.text += ", parallel tile rows";
+    } else if (par_axis >= 0) {
+      s.parallel_var = v[rank - 1 - par_axis];
+      s.has_parallel = true;
+      f.parallel(s.parallel_var);
+      s.text += ", parallel axis " + std::to_string(par_axis);
+    }
+    return s;
+  }
   if (tiled) {
     Var xo("xo"), yo("yo"), xi("xi"), yi("yi");
     f.tile(v[0], v[1], xo, yo, xi, yi, 16, 16, Halide::TailStrategy::GuardWithIf).vectorize(xi, std::min(vector, 16));
@@ -564,6 +586,17 @@ OutputSchedule schedule_output(Func& f, const Shape& shape, int vector, bool til
   if (shape.back() >= vector) {
     f.vectorize(v[0], vector, Halide::TailStrategy::GuardWithIf);
     s.text = "vectorize " + std::to_string(vector);
+  }
+  if (variant == Variant::FusedParallel && rank >= 3) {
+    Var fused = v[rank - 1];
+    for (int a = rank - 2; a >= 1; --a) {
+      Var next("fused" + std::to_string(a));
+      f.fuse(fused, v[a], next);
+      fused = next;
+    }
+    f.parallel(fused);
+    s.text += std::string(s.text.empty() ? "" : ", ") + "parallel over the fused outer axes";
+    return s;  // nothing is computed per slice in this variant
   }
   if (par_axis >= 0) {
     s.parallel_var = v[rank - 1 - par_axis];
@@ -585,7 +618,41 @@ bool transposes_innermost(const PrimGraph& g, const Kernel& k) {
   return false;
 }
 
+// The variants that make sense for a kernel; index 0 is always the default.
+std::vector<Variant> variants_of(const PrimGraph& g, const Kernel& k, const Generator& gen) {
+  std::vector<Variant> v = {Variant::Default};
+  const Shape& out = g.tensor(k.output).shape;
+  int rank = static_cast<int>(out.size());
+  bool tiled = transposes_innermost(g, k) && rank >= 2 && out[rank - 1] >= 16 && out[rank - 2] >= 16;
+  if (tiled) {
+    v.push_back(Variant::Transpose2D);
+  } else if (rank >= 3 && gen.materialised().empty()) {
+    int64_t outer = 1;
+    for (int a = 0; a < rank - 1; ++a) outer *= out[a];
+    int64_t first = 1;
+    for (int a = 0; a < rank - 1; ++a)
+      if (out[a] > 1) {
+        first = out[a];
+        break;
+      }
+    if (outer > first) v.push_back(Variant::FusedParallel);
+  }
+  return v;
+}
+
 }  // namespace
+
+int halide_schedule_variants(const PrimGraph& g, const Kernel& k) {
+  if (k.num_linear > 0) return 1;
+  try {
+    Generator gen(g, k);
+    gen.build();
+    return static_cast<int>(variants_of(g, k, gen).size());
+  } catch (const Unsupported&) {
+  } catch (const Halide::Error&) {
+  }
+  return 1;
+}
 
 bool halide_supports(const PrimGraph& g, const Kernel& k, std::string* why_not) {
   if (k.num_linear > 0) {
@@ -615,7 +682,11 @@ bool build_halide_pipeline(const PrimGraph& g, const Kernel& k, const Halide::Ta
     Generator gen(g, k);
     Func out = gen.build();
     int vector = std::max(4, target.natural_vector_size(storage_type(g.tensor(k.output).dtype)));
-    OutputSchedule schedule = schedule_output(out, g.tensor(k.output).shape, vector, transposes_innermost(g, k));
+    std::vector<Variant> variants = variants_of(g, k, gen);
+    if (k.schedule < 0 || k.schedule >= static_cast<int>(variants.size()))
+      throw Unsupported{str_cat("no schedule variant ", k.schedule, " (this kernel has ", variants.size(), ")")};
+    OutputSchedule schedule =
+        schedule_output(out, g.tensor(k.output).shape, vector, transposes_innermost(g, k), variants[k.schedule]);
     // Reductions and windows feeding the output are computed per parallel slice
     // of it (so a row's statistics are made right before the row is written),
     // or once up front.

@@ -22,28 +22,44 @@ struct Case {
 
 Attrs axes(std::vector<int64_t> a, int64_t keep) { return Attrs().set("axes", a).set("keepdims", keep); }
 
-// Compiles the graph's primitives as one kernel and compares with the reference
-// kernel.
+void check_variant(const PrimGraph& g, const Kernel& k, cpu::CompiledKernel& compiled, cpu::CompiledKernel& reference);
+
+// Compiles the graph's primitives as one kernel (every schedule variant) and compares with the
+// reference kernel.
 void check_kernel_or_throw(const Case& c) {
   SCOPED_TRACE(c.name);
   PrimGraph g = c.build();
   std::vector<PrimId> all;
   for (PrimId p = 0; p < g.num_prims(); ++p) all.push_back(p);
   Kernel k = make_kernel(g, all);
-  std::string why;
-  auto compiled = cpu::compile_kernel(g, k, &why);
-  ASSERT_NE(compiled, nullptr) << why;
   auto reference = cpu::compile_reference_kernel(g, k);
+  // Every schedule variant the backend offers for the kernel (profiling keeps the fastest).
+  int variants = cpu::schedule_variants(g, k);
+  ASSERT_GE(variants, 1);
+  for (int v = 0; v < variants; ++v) {
+    k.schedule = v;
+    std::string why;
+    auto compiled = cpu::compile_kernel(g, k, &why);
+    ASSERT_NE(compiled, nullptr) << "variant " << v << ": " << why;
+    check_variant(g, k, *compiled, *reference);
+  }
+  k.schedule = variants;
+  std::string why;
+  EXPECT_EQ(cpu::compile_kernel(g, k, &why), nullptr) << "schedule variant past the last one was accepted";
+}
+
+void check_variant(const PrimGraph& g, const Kernel& k, cpu::CompiledKernel& compiled, cpu::CompiledKernel& reference) {
+  SCOPED_TRACE("schedule variant " + std::to_string(k.schedule));
   for (uint32_t seed : {1u, 2u}) {
     std::vector<TensorData> inputs = random_kernel_inputs(g, k, seed);
     std::vector<const void*> ptrs;
     for (const TensorData& t : inputs) ptrs.push_back(t.raw());
     const TensorInfo& out = g.tensor(k.output);
     TensorData got(out.dtype, out.shape), want(out.dtype, out.shape);
-    compiled->run(ptrs, got.raw());
-    reference->run(ptrs, want.raw());
+    compiled.run(ptrs, got.raw());
+    reference.run(ptrs, want.raw());
     Comparison cmp = compare_tensors(got, want, Tolerance{1e-5, 1e-4});
-    EXPECT_TRUE(cmp.pass) << compiled->describe() << ": max abs " << cmp.max_abs_error << ", " << cmp.mismatches
+    EXPECT_TRUE(cmp.pass) << compiled.describe() << ": max abs " << cmp.max_abs_error << ", " << cmp.mismatches
                           << " mismatches " << cmp.problem;
   }
 }
@@ -242,6 +258,20 @@ std::vector<Case> cases() {
                     return g;
                   }});
   }
+  cs.push_back({"short outer axis: 3 channels of 17x33 (fused parallel variant)", [] {
+                  PrimGraph g;
+                  TensorId x = g.add_input("x", DType::F32, {1, 3, 17, 33});
+                  g.mark_output(g.add_primitive(PrimOp::Sigmoid, {g.add_primitive(PrimOp::Relu, {x}, {})}, {}));
+                  return g;
+                }});
+  cs.push_back(
+      {"transpose of the last two axes with an epilogue (2-D vectorised variant)", [] {
+         PrimGraph g;
+         TensorId x = g.add_input("x", DType::F32, {2, 37, 45});
+         TensorId t = g.add_primitive(PrimOp::Transpose, {x}, Attrs().set("perm", std::vector<int64_t>{0, 2, 1}));
+         g.mark_output(g.add_primitive(PrimOp::Mul, {t, g.add_primitive(PrimOp::Sigmoid, {t}, {})}, {}));
+         return g;
+       }});
   cs.push_back({"global average pool + sigmoid gate (squeeze-excite shape)", [] {
                   PrimGraph g;
                   TensorId x = g.add_input("x", DType::F32, {1, 8, 6, 6});
@@ -255,6 +285,16 @@ std::vector<Case> cases() {
 TEST(CpuKernels, MatchReferenceAcrossKindsAndFusions) {
   cpu::set_num_threads(2);
   for (const Case& c : cases()) check_kernel(c);
+}
+
+TEST(CpuKernels, ScheduleVariantsExistWhereTheyHelp) {
+  for (const Case& c : cases()) {
+    if (c.name.find("variant") == std::string::npos) continue;
+    PrimGraph g = c.build();
+    std::vector<PrimId> all;
+    for (PrimId p = 0; p < g.num_prims(); ++p) all.push_back(p);
+    EXPECT_EQ(cpu::schedule_variants(g, make_kernel(g, all)), 2) << c.name;
+  }
 }
 
 TEST(CpuKernels, UnsupportedKernelsSayWhy) {
