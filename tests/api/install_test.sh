@@ -15,12 +15,16 @@ cd "$WORK"
 echo "== install"
 cmake --install "$BUILD" --prefix "$WORK/prefix" > install.log || { cat install.log; fail "cmake --install"; }
 cat install.log
-for f in include/korch/korch.h lib/cmake/korch/korchConfig.cmake lib/cmake/korch/korchConfigVersion.cmake \
-         lib/cmake/korch/korchTargets.cmake; do
-  [[ -f prefix/$f ]] || fail "the install lacks $f"
+# The library directory is lib/ or, with a /usr-like prefix on Debian, lib/<multiarch>/.
+CFG=$(find prefix -name korchConfig.cmake | head -1)
+[[ -n $CFG ]] || fail "the install lacks korchConfig.cmake"
+CFG_DIR=$(cd "$(dirname "$CFG")" && pwd)
+LIB_DIR=$(cd "$CFG_DIR/../.." && pwd)
+for f in prefix/include/korch/korch.h "$CFG_DIR/korchConfigVersion.cmake" "$CFG_DIR/korchTargets.cmake"; do
+  [[ -f $f ]] || fail "the install lacks $f"
 done
-SO=$(ls prefix/lib/libkorch.so.* 2> /dev/null | head -1)
-[[ -n $SO ]] || fail "the install lacks lib/libkorch.so.*"
+SO=$(ls "$LIB_DIR"/libkorch.so.* 2> /dev/null | head -1)
+[[ -n $SO ]] || fail "the install lacks $LIB_DIR/libkorch.so.*"
 # Only korch::api symbols (and no internal korch:: ones) are exported.
 nm -D -C --defined-only "$SO" | awk '$2 ~ /^[TtWwVv]$/' | grep 'korch::' | grep -v 'korch::api::' > internal.txt || true
 [[ ! -s internal.txt ]] || { head internal.txt; fail "libkorch exports internal symbols"; }
@@ -31,12 +35,12 @@ echo "== configure + build examples/cpp_consumer against the prefix (clean folde
 cmake -S "$SRC/examples/cpp_consumer" -B consumer "${GEN[@]}" -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_PREFIX_PATH="$WORK/prefix" -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF > configure.log 2>&1 \
   || { cat configure.log; fail "configure"; }
-grep -q "korch_DIR:PATH=$WORK/prefix/lib/cmake/korch" consumer/CMakeCache.txt \
+grep -q "korch_DIR:PATH=$CFG_DIR" consumer/CMakeCache.txt \
   || fail "find_package(korch) did not use the installed package: $(grep korch_DIR consumer/CMakeCache.txt)"
 cmake --build consumer > build.log 2>&1 || { cat build.log; fail "build"; }
 grep -i "warning" build.log && fail "the example builds with warnings"
 ldd consumer/korch_cpp_consumer | grep libkorch | tee ldd.txt
-grep -q "$WORK/prefix/lib" ldd.txt || fail "the example does not load the installed libkorch"
+grep -q "$LIB_DIR" ldd.txt || fail "the example does not load the installed libkorch"
 
 echo "== run"
 # From another directory, with the plan saved and reloaded.
