@@ -21,14 +21,13 @@
 namespace fs = std::filesystem;
 namespace ka = korch::api;
 
-static void print_spec(const ka::TensorSpec &s) {
+static void print_spec(const ka::TensorSpec& s) {
   std::printf("  %s: %s[", s.name.c_str(), ka::dtype_name(s.dtype));
-  for (size_t d = 0; d < s.shape.size(); ++d)
-    std::printf("%s%lld", d ? "," : "", static_cast<long long>(s.shape[d]));
+  for (size_t d = 0; d < s.shape.size(); ++d) std::printf("%s%lld", d ? "," : "", static_cast<long long>(s.shape[d]));
   std::printf("]\n");
 }
 
-int main(int argc, char **argv) {
+int main(int argc, char** argv) {
   std::string model_path, plan_path, save_plan;
   int threads = 2;
   for (int i = 1; i < argc; ++i) {
@@ -58,69 +57,54 @@ int main(int argc, char **argv) {
   }
   try {
     ka::Model model = ka::Model::load(model_path);
-    std::printf("%s: %s, %d primitives\ninputs:\n", ka::version(),
-                model_path.c_str(), model.num_primitives());
-    for (const ka::TensorSpec &s : model.inputs())
-      print_spec(s);
+    std::printf("%s: %s, %d primitives\ninputs:\n", ka::version(), model_path.c_str(), model.num_primitives());
+    for (const ka::TensorSpec& s : model.inputs()) print_spec(s);
     std::printf("outputs:\n");
-    for (const ka::TensorSpec &s : model.outputs())
-      print_spec(s);
+    for (const ka::TensorSpec& s : model.outputs()) print_spec(s);
 
     ka::OptimizeOptions options;
     options.threads = threads;
-    ka::Plan plan = plan_path.empty() ? ka::optimize(model, options)
-                                      : ka::Plan::load(model, plan_path);
-    std::printf("plan '%s': %d kernels, predicted %.3f ms\n",
-                plan.strategy().c_str(), plan.num_kernels(),
+    ka::Plan plan = plan_path.empty() ? ka::optimize(model, options) : ka::Plan::load(model, plan_path);
+    std::printf("plan '%s': %d kernels, predicted %.3f ms\n", plan.strategy().c_str(), plan.num_kernels(),
                 plan.predicted_ms());
     if (!save_plan.empty()) {
       plan.save(save_plan);
-      plan = ka::Plan::load(model, save_plan); // round trip through the file
+      plan = ka::Plan::load(model, save_plan);  // round trip through the file
       std::printf("saved and reloaded %s\n", save_plan.c_str());
     }
 
     fs::path data = fs::path(model_path).parent_path() / "test_data_set_0";
     std::map<std::string, ka::Tensor> inputs;
     for (size_t i = 0; i < model.inputs().size(); ++i) {
-      const ka::TensorSpec &s = model.inputs()[i];
+      const ka::TensorSpec& s = model.inputs()[i];
       fs::path pb = data / ("input_" + std::to_string(i) + ".pb");
-      inputs[s.name] = fs::exists(pb) ? ka::Tensor::read_onnx(pb.string())
-                                      : ka::Tensor::zeros(s.dtype, s.shape);
+      inputs[s.name] = fs::exists(pb) ? ka::Tensor::read_onnx(pb.string()) : ka::Tensor::zeros(s.dtype, s.shape);
     }
     ka::Session session(model, plan, threads);
     std::map<std::string, ka::Tensor> outputs = session.run(inputs);
 
-    const ka::TensorSpec &first = model.outputs().at(0);
-    const ka::Tensor &y = outputs.at(first.name);
+    const ka::TensorSpec& first = model.outputs().at(0);
+    const ka::Tensor& y = outputs.at(first.name);
     if (y.dtype == ka::DType::F32) {
-      const float *v = y.data<float>();
+      const float* v = y.data<float>();
       std::vector<int64_t> order(static_cast<size_t>(y.num_elements()));
-      for (size_t j = 0; j < order.size(); ++j)
-        order[j] = static_cast<int64_t>(j);
+      for (size_t j = 0; j < order.size(); ++j) order[j] = static_cast<int64_t>(j);
       size_t k = std::min<size_t>(5, order.size());
-      std::partial_sort(order.begin(),
-                        order.begin() + static_cast<std::ptrdiff_t>(k),
-                        order.end(), [&](int64_t a, int64_t b) {
-                          return v[a] > v[b] || (v[a] == v[b] && a < b);
-                        });
+      std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(k), order.end(),
+                        [&](int64_t a, int64_t b) { return v[a] > v[b] || (v[a] == v[b] && a < b); });
       std::printf("top-%zu of %s:\n", k, first.name.c_str());
-      for (size_t t = 0; t < k; ++t)
-        std::printf("  %lld  %.6f\n", static_cast<long long>(order[t]),
-                    v[order[t]]);
+      for (size_t t = 0; t < k; ++t) std::printf("  %lld  %.6f\n", static_cast<long long>(order[t]), v[order[t]]);
       fs::path expected = data / "output_0.pb";
       if (fs::exists(expected)) {
         ka::Tensor e = ka::Tensor::read_onnx(expected.string());
-        if (e.dtype != y.dtype || e.shape != y.shape)
-          throw ka::Error("output_0.pb has another dtype or shape");
+        if (e.dtype != y.dtype || e.shape != y.shape) throw ka::Error("output_0.pb has another dtype or shape");
         double diff = 0;
         for (int64_t j = 0; j < y.num_elements(); ++j)
-          diff = std::max(
-              diff, std::fabs(static_cast<double>(v[j]) - e.data<float>()[j]));
-        std::printf("max |diff| vs %s: %.3g\n", expected.string().c_str(),
-                    diff);
+          diff = std::max(diff, std::fabs(static_cast<double>(v[j]) - e.data<float>()[j]));
+        std::printf("max |diff| vs %s: %.3g\n", expected.string().c_str(), diff);
       }
     }
-  } catch (const ka::Error &e) {
+  } catch (const ka::Error& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return 1;
   }
