@@ -16,7 +16,9 @@ intra-op thread count T for every engine:
  2. engines, each a persistent peer process that runs the model once per line on its stdin
     and prints the elapsed milliseconds (timed inside the peer, pipe latency excluded):
     korch (the optimal plan), korch-greedy (korch's greedy-fusion plan, DIR/greedy.json),
-    ONNX Runtime (CPU EP), PyTorch eager, torch.compile (inductor, CPU).
+    ONNX Runtime (CPU EP), PyTorch eager, torch.compile (inductor, CPU), and for the models of
+    --export-models korch-export (the same korch plan as a `korch export` package, driven by
+    examples/c_consumer --serve).
  3. warm-up runs, then R interleaved rounds (one run of every engine per round); median and
     p10/p90. R is lowered for slow models so that the timed rounds of one model take about
     --round-budget-s seconds.
@@ -52,10 +54,14 @@ EXPORTER = os.path.join(REPO, "models", "paper", "export_paper_models.py")
 ALL_MODELS = ["candy", "segformer_b0", "efficientvit_b1", "yolox_nano", "yolov4", "bert_base", "resnet50"]
 # The five models of the Korch paper's evaluation (BERT-base and ResNet-50 are extra here).
 PAPER_FIVE = ["candy", "segformer_b0", "efficientvit_b1", "yolox_nano", "yolov4"]
-ENGINES = ["korch", "korch-greedy", "ort", "torch-eager", "torch-compile"]
+ENGINES = ["korch", "korch-greedy", "ort", "torch-eager", "torch-compile", "korch-export"]
 ENGINE_LABEL = {"korch": "korch", "korch-greedy": "korch greedy plan", "ort": "ONNX Runtime",
+                "korch-export": "korch exported library",
                 "torch-eager": "PyTorch eager", "torch-compile": "torch.compile"}
 PEERS = ["korch", "korch-greedy"]  # peers that are C++ processes; the rest are Python peers
+# korch-export: the korch plan exported with `korch export`, built with examples/c_consumer and run
+# by its --serve mode (a C process); only for the models of --export-models.
+DEFAULT_EXPORT_MODELS = "resnet50,bert_base"
 ATOL, RTOL = 1e-4, 1e-3
 SPEEDUP_TARGET = 1.15
 
@@ -503,6 +509,52 @@ def ensure_case(args, name, case, case_dir, res):
     return True
 
 
+def build_export(args, korch_bin, work, model, plan, in_paths, korch_outs, out_names):
+    """`korch export` the korch plan, build it with examples/c_consumer from a clean folder, run it
+    once against `korch run`'s outputs: (peer argv, info dict); raises RuntimeError on failure."""
+    import numpy as np
+    from make_case import read_tensor
+    T = str(args.threads)
+    edir = os.path.join(work, "export")
+    shutil.rmtree(edir, ignore_errors=True)
+    os.makedirs(edir)
+    pkg, cons = os.path.join(edir, "pkg"), os.path.join(edir, "consumer")
+    info = {}
+    gen = ["-G", "Ninja"] if shutil.which("ninja") else []
+    steps = [("export", [korch_bin, "export", model, "--plan", plan, "-o", pkg, "--threads", T]),
+             ("configure", ["cmake", "-S", os.path.join(REPO, "examples", "c_consumer"), "-B", cons] + gen +
+              ["-DKORCH_MODEL_DIR=" + pkg, "-DCMAKE_BUILD_TYPE=Release"]),
+             ("build", ["cmake", "--build", cons, "-j", T])]
+    for what, argv in steps:
+        rc, out, err, secs = run_cmd(argv, args.export_timeout, env=korch_env(),
+                                     log_path=os.path.join(edir, what + ".log"))
+        info[what + "_s"] = round(secs, 1)
+        if rc != 0:
+            raise RuntimeError("%s: %s" % (what, first_error(out, err, rc, args.export_timeout)))
+    so = os.path.join(cons, "korch_model", "libkorch_model.so")
+    info["so_mb"] = round(os.path.getsize(so) / 1e6, 1)
+    exe = os.path.join(cons, "korch_consumer")
+    ins = []
+    for i, f in enumerate(in_paths):
+        a = read_tensor(f)[1]
+        raw = os.path.join(edir, "input_%d.bin" % i)
+        a.astype(a.dtype.newbyteorder("<")).tofile(raw)
+        ins += ["--input", raw]
+    argv = [exe, pkg, "--threads", T] + ins
+    odir = os.path.join(edir, "outputs")
+    os.makedirs(odir)
+    rc, out, err, secs = run_cmd(argv + ["--output-dir", odir], args.run_timeout, env=korch_env(),
+                                 log_path=os.path.join(edir, "run.log"))
+    if rc != 0:
+        raise RuntimeError("run: " + first_error(out, err, rc, args.run_timeout))
+    if korch_outs is not None:
+        got = [np.fromfile(os.path.join(odir, "output_%d.bin" % i), dtype=r.dtype).reshape(r.shape)
+               for i, r in enumerate(korch_outs)]
+        info["vs_korch_run"] = compare_sets(got, korch_outs, out_names)
+        info["vs_korch_run"]["bit_identical"] = all(a.tobytes() == b.tobytes() for a, b in zip(got, korch_outs))
+    return argv + ["--serve"], info
+
+
 def bench_model(args, name, korch_bin):
     case = name + ("_tiny" if args.quick else "")
     case_dir = os.path.join(args.cases, case)
@@ -616,7 +668,21 @@ def bench_model(args, name, korch_bin):
             res["korch_run_error"] = msg
 
     # ---- 2b. peers
-    engines = [e for e in ENGINES if e not in args.skip_engines]
+    engines = [e for e in ENGINES if e not in args.skip_engines and
+               (e != "korch-export" or name in args.export_models)]
+    export_peer, export_error = None, None
+    if "korch-export" in engines:
+        if "korch" not in plans or "korch_run_error" in res:
+            export_error = "no korch plan or `korch run` failed"
+        else:
+            log(name, ": korch export + build (examples/c_consumer)")
+            try:
+                export_peer, res["export_package"] = build_export(
+                    args, korch_bin, work, model, plan, [os.path.join(ds, f) for f in in_files], korch_outs,
+                    out_names)
+            except (RuntimeError, OSError) as ex:
+                export_error = "failed: %s" % ex
+                res["failures"].append("korch-export: %s" % ex)
     peers = {}
     eng = {e: {} for e in engines}
     py_env = dict(os.environ)
@@ -624,7 +690,12 @@ def bench_model(args, name, korch_bin):
         py_env["OMP_WAIT_POLICY"] = "PASSIVE"
     py_env["PYTHONUNBUFFERED"] = "1"
     for e in engines:
-        if e in PEERS:
+        if e == "korch-export":
+            if export_error:
+                eng[e]["error"] = export_error
+                continue
+            argv, env = export_peer, korch_env()
+        elif e in PEERS:
             if e not in plans:
                 eng[e]["error"] = "no plan (korch optimize failed)"
                 continue
@@ -914,6 +985,37 @@ def check_cell(c):
     return "%s (max abs %.2g, rel %.2g)" % ("pass" if c["pass"] else "**FAIL**", c["max_abs"], c["max_rel"])
 
 
+def write_export_md(data, w):
+    """The exported library (korch-export) next to `korch run` (korch), same plan and threads."""
+    ms = [m for m in data["models"] if "korch-export" in m.get("engines", {})]
+    if not ms:
+        return
+    w("## Exported library vs korch run")
+    w("")
+    w("The korch plan exported with `korch export`, built by examples/c_consumer and timed by its `--serve` "
+      "mode, against `korch run --serve` with the same plan and threads, in the same interleaved rounds.")
+    w("")
+    w("| model | korch run ms (p10-p90) | exported library ms (p10-p90) | exported / korch run | outputs vs korch run | export + build s |")
+    w("|---|---:|---:|---:|---|---:|")
+    for m in ms:
+        e = m["engines"]
+        k, x = e.get("korch", {}), e["korch-export"]
+        rng = lambda r: "%s (%s-%s)" % (fmt_ms(r["median_ms"]), fmt_ms(r["p10_ms"]), fmt_ms(r["p90_ms"])) \
+            if r.get("median_ms") else ("failed" if "error" in r else "-")
+        ratio = "%.3f" % (x["median_ms"] / k["median_ms"]) if x.get("median_ms") and k.get("median_ms") else "-"
+        pk = m.get("export_package", {})
+        v = pk.get("vs_korch_run")
+        out = "-" if not v else ("bit-identical" if v.get("bit_identical") else
+                                 ("pass" if v.get("pass") else "**FAIL**") + " (max abs %.2g)" % v.get("max_abs", 0))
+        secs = sum(pk.get(s, 0) for s in ("export_s", "configure_s", "build_s"))
+        w("| %s | %s | %s | %s | %s | %s |" % (m["case"], rng(k), rng(x), ratio, out,
+                                              "%.0f" % secs if secs else "-"))
+    w("")
+    w("Outputs are compared without `HL_JIT_TARGET=host-strict_float`, so JIT and AOT Halide code may differ "
+      "by an ulp; `bench/check_export_models.sh` checks bit-for-bit equality with strict_float.")
+    w("")
+
+
 def write_md(data, path, png_name):
     env = data["environment"]
     s = summarize(data)
@@ -1000,7 +1102,7 @@ def write_md(data, path, png_name):
         e = m.get("engines", {})
         sp = m.get("speedup", {})
         cells = [fmt_ms(e.get(x, {}).get("median_ms")) if e.get(x, {}).get("median_ms") else
-                 ("failed" if "error" in e.get(x, {}) else "-") for x in ENGINES]
+                 ("failed" if "error" in e.get(x, {}) else "-") for x in ENGINES if x != "korch-export"]
         spc = ["%.2fx" % sp[x] if sp.get(x) else "-" for x in ("korch-greedy", "ort", "torch-eager", "torch-compile")]
         ck = m.get("checks", {}).get("korch_vs_ort")
         cc = "-"
@@ -1010,6 +1112,7 @@ def write_md(data, path, png_name):
     w("")
     w("Speedup = peer median / korch median (> 1: korch is faster).")
     w("")
+    write_export_md(data, w)
 
     # ---- per model
     w("## Per model")
@@ -1187,6 +1290,9 @@ def main(argv=None):
     ap.add_argument("--gap-ms", type=float, default=0.0, help="sleep between two engines' runs (default 0)")
     ap.add_argument("--spin", action="store_true",
                     help="let thread pools spin (OMP_WAIT_POLICY unset, ORT allow_spinning=1) instead of PASSIVE")
+    ap.add_argument("--export-models", default=DEFAULT_EXPORT_MODELS,
+                    help="models that also run as a `korch export` package (engine korch-export; "
+                    "default %s; 'none' for no model)" % DEFAULT_EXPORT_MODELS)
     ap.add_argument("--skip-engines", default="", help="comma-separated engines to leave out: " + ",".join(ENGINES))
     ap.add_argument("--cases", default=None, help="case directories (default build/bench/cases)")
     ap.add_argument("--work", default=None, help="plans, caches, logs (default build/bench/work[_quick])")
@@ -1226,6 +1332,10 @@ def main(argv=None):
     args.compile_timeout = args.compile_timeout or (600 if q else 1200)
     args.run_timeout = args.run_timeout or (60 if q else 600)
     args.skip_engines = [e for e in args.skip_engines.split(",") if e]
+    args.export_models = [m for m in args.export_models.split(",") if m and m != "none"]
+    bad = [m for m in args.export_models if m not in ALL_MODELS]
+    if bad:
+        ap.error("unknown --export-models %s (choose from %s)" % (bad, ", ".join(ALL_MODELS)))
     bad = [e for e in args.skip_engines if e not in ENGINES]
     if bad:
         ap.error("unknown engine(s) %s (choose from %s)" % (bad, ", ".join(ENGINES)))

@@ -1,15 +1,19 @@
 /* A C program that runs a model exported by `korch export`.
  *
- *   korch_consumer PACKAGE_DIR [--threads N] [--input FILE.bin ...] [--output-dir DIR]
+ *   korch_consumer PACKAGE_DIR [--threads N] [--input FILE.bin ...] [--output-dir DIR] [--serve]
  *
  * Inputs are raw little-endian files of exactly the declared dtype and shape, one per model
  * input in declaration order (without --input the inputs are zeros). Outputs are written raw
  * as DIR/output_K.bin. Prints the model's inputs and outputs, and the top-5 of the first
- * output when it is float32. */
+ * output when it is float32. --serve is the benchmark peer mode of bench/run_benchmarks.py: after
+ * the first run it prints `ready`, then runs once per line read from stdin (until EOF or `quit`)
+ * and prints each run's wall time in milliseconds. */
+#define _POSIX_C_SOURCE 200809L
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <korch_model.h>
 
@@ -32,6 +36,29 @@ static int read_raw(const char* path, void* data, int64_t bytes) {
   return got == (size_t)bytes ? 0 : -1;
 }
 
+static double now_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+// Benchmark peer: one run per stdin line, its wall time (ms) on stdout.
+static int serve(korch_model* m, void** inputs, void** outputs) {
+  printf("ready %d inputs, %d outputs\n", korch_num_inputs(m), korch_num_outputs(m));
+  fflush(stdout);
+  char line[256];
+  while (fgets(line, sizeof line, stdin) && strncmp(line, "quit", 4) != 0) {
+    double t0 = now_ms();
+    if (korch_run(m, (const void* const*)inputs, outputs) != 0) {
+      fprintf(stderr, "error: %s\n", korch_last_error(m));
+      return 1;
+    }
+    printf("%.6f\n", now_ms() - t0);
+    fflush(stdout);
+  }
+  return 0;
+}
+
 static void print_io(const korch_model* m, int i, int input) {
   int64_t dims[16];
   int rank = input ? korch_input_shape(m, i, dims, 16) : korch_output_shape(m, i, dims, 16);
@@ -45,19 +72,20 @@ int main(int argc, char** argv) {
   const char* package = NULL;
   const char* out_dir = NULL;
   const char* input_files[64];
-  int n_input_files = 0, threads = 0;
+  int n_input_files = 0, threads = 0, serve_mode = 0;
   for (int i = 1; i < argc; ++i) {
     if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--input") && i + 1 < argc && n_input_files < 64) input_files[n_input_files++] = argv[++i];
     else if (!strcmp(argv[i], "--output-dir") && i + 1 < argc) out_dir = argv[++i];
+    else if (!strcmp(argv[i], "--serve")) serve_mode = 1;
     else if (!package && argv[i][0] != '-') package = argv[i];
     else {
-      fprintf(stderr, "usage: %s PACKAGE_DIR [--threads N] [--input FILE.bin ...] [--output-dir DIR]\n", argv[0]);
+      fprintf(stderr, "usage: %s PACKAGE_DIR [--threads N] [--input FILE.bin ...] [--output-dir DIR] [--serve]\n", argv[0]);
       return 2;
     }
   }
   if (!package) {
-    fprintf(stderr, "usage: %s PACKAGE_DIR [--threads N] [--input FILE.bin ...] [--output-dir DIR]\n", argv[0]);
+    fprintf(stderr, "usage: %s PACKAGE_DIR [--threads N] [--input FILE.bin ...] [--output-dir DIR] [--serve]\n", argv[0]);
     return 2;
   }
   char err[1024];
@@ -118,6 +146,7 @@ int main(int argc, char** argv) {
     printf("top-%d of %s:\n", k, korch_output_name(m, 0));
     for (int t = 0; t < k; ++t) printf("  %lld  %.6f\n", (long long)top[t], y[top[t]]);
   }
+  if (rc == 0 && serve_mode) rc = serve(m, inputs, outputs);
   for (int i = 0; i < ni; ++i) free(inputs[i]);
   for (int i = 0; i < no; ++i) free(outputs[i]);
   free(inputs);

@@ -7,6 +7,7 @@
 # usage: export_test.sh KORCH KORCH_EXPORT SOURCE_DIR WORK_DIR [CASE_DIR] [THREADS] [PROFILE_CACHE]
 #   CASE_DIR holds model.onnx and test_data_set_0/input_K.pb (default: examples/tiny_cnn);
 #   PROFILE_CACHE: korch's profile cache to reuse (default: a fresh one in WORK_DIR).
+# Environment: KORCH_EXPORT_PLAN=plan.json exports that plan instead of optimising (measured costs).
 set -euo pipefail
 KORCH=$1 KORCH_EXPORT=$2 SRC=$3 WORK=$4
 CASE=${5:-$SRC/examples/tiny_cnn}
@@ -17,12 +18,17 @@ GEN=()
 command -v ninja > /dev/null && GEN=(-G Ninja)
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
+phase() { echo "== $1 (t=${SECONDS}s)"; }
 rm -rf "$WORK" && mkdir -p "$WORK"
 cd "$WORK"
 
-echo "== plan"
-"$KORCH" optimize "$CASE/model.onnx" --cost measured --cache "$CACHE" --threads "$THREADS" -o plan.json > optimize.log 2>&1 \
-  || { cat optimize.log; fail "korch optimize"; }
+phase plan
+if [[ -n ${KORCH_EXPORT_PLAN:-} ]]; then
+  cp "$KORCH_EXPORT_PLAN" plan.json
+else
+  "$KORCH" optimize "$CASE/model.onnx" --cost measured --cache "$CACHE" --threads "$THREADS" -o plan.json > optimize.log 2>&1 \
+    || { cat optimize.log; fail "korch optimize"; }
+fi
 
 # Halide lets LLVM reassociate float sums unless the target has strict_float, and its JIT and
 # AOT code generators then reassociate differently (a 1-ulp difference in inline reductions such
@@ -30,7 +36,7 @@ echo "== plan"
 # with the same strict_float target; the plan itself is made with the default target.
 export HL_JIT_TARGET=${HL_JIT_TARGET:-host-strict_float}
 
-echo "== export"
+phase "export"
 "$KORCH_EXPORT" "$CASE/model.onnx" --plan plan.json -o pkg --threads "$THREADS" | tee export.log
 for f in model.kpkg weights.bin CMakeLists.txt include/korch_model.h kernels/halide_runtime.o kernels/kernels.cc; do
   [[ -f pkg/$f ]] || fail "package lacks $f"
@@ -40,22 +46,23 @@ done
 # Move it: builds and runs from anywhere.
 mv pkg pkg_moved && PKG=$WORK/pkg_moved
 
-echo "== build package + C consumer (clean folder)"
+phase "build package + C consumer (clean folder)"
 cmake -S "$SRC/examples/c_consumer" -B consumer "${GEN[@]}" -DKORCH_MODEL_DIR="$PKG" -DCMAKE_BUILD_TYPE=Release > configure.log 2>&1 \
   || { cat configure.log; fail "configure"; }
 cmake --build consumer -j 2 > build.log 2>&1 || { tail -50 build.log; fail "build"; }
 SO=consumer/korch_model/libkorch_model.so
 [[ -f $SO && -f consumer/korch_model/libkorch_model.a ]] || fail "package did not build libkorch_model.so and .a"
 
-echo "== ldd"
+phase "ldd"
 ldd "$SO" | tee ldd.txt
+echo "ldd: $(wc -l < ldd.txt) libraries: $(awk '{print $1}' ldd.txt | tr '\n' ' ')"
 if grep -Ei 'onnx|protobuf|cbc|clp|coin|halide|korch_core|sqlite' ldd.txt; then fail "the exported library links a build-time dependency"; fi
 ldd consumer/korch_consumer_static | grep -Ei 'onnx|protobuf|cbc|clp|coin|halide|korch_model' && fail "static consumer links a forbidden library"
 # Only the C API is exported from the shared library.
 nm -D --defined-only "$SO" | awk '$2 ~ /^[TtWwVv]$/ {print $3}' | grep -v '^korch_' > extra_symbols.txt || true
 [[ ! -s extra_symbols.txt ]] || { head extra_symbols.txt; fail "libkorch_model.so exports non-API symbols"; }
 
-echo "== inputs"
+phase "inputs"
 inputs=()
 for pb in "$CASE"/test_data_set_0/input_*.pb; do
   i=$(basename "$pb" .pb); i=${i#input_}
@@ -68,7 +75,7 @@ PYEOF
   inputs+=("$name=$pb")
 done
 
-echo "== korch run (reference for the comparison)"
+phase "korch run (reference for the comparison)"
 run_args=()
 for s in "${inputs[@]}"; do run_args+=(--input "$s"); done
 "$KORCH" run "$CASE/model.onnx" --plan plan.json "${run_args[@]}" --output out_korch --threads "$THREADS"
@@ -76,7 +83,7 @@ for s in "${inputs[@]}"; do run_args+=(--input "$s"); done
 cbins=()
 for pb in "$CASE"/test_data_set_0/input_*.pb; do i=$(basename "$pb" .pb); cbins+=(--input "$WORK/input_${i#input_}.bin"); done
 for variant in korch_consumer korch_consumer_static; do
-  echo "== $variant"
+  phase "$variant"
   mkdir -p "out_$variant"
   (cd / && "$WORK/consumer/$variant" "$PKG" --threads "$THREADS" "${cbins[@]}" --output-dir "$WORK/out_$variant") | tee "$variant.log"
   grep -q "top-" "$variant.log" || grep -q "wrote" "$variant.log" || fail "$variant printed no result"
@@ -97,12 +104,12 @@ for f in files:
 PYEOF
 done
 
-echo "== API misuse"
+phase "API misuse"
 cc -std=c99 -Wall -Werror "$SRC/tests/export/api_misuse.c" -I "$PKG/include" -L consumer/korch_model -lkorch_model \
   -Wl,-rpath,"$WORK/consumer/korch_model" -o api_misuse
 ./api_misuse "$PKG"
 
-echo "== errors"
+phase "errors"
 expect_error() {  # expect_error PATTERN COMMAND...
   local pattern=$1; shift
   set +e; out=$("$@" 2>&1); rc=$?; set -e
@@ -137,4 +144,4 @@ b = bytearray(open(sys.argv[1], 'rb').read()); b[20] = ord('0') if b[20] != ord(
 open(sys.argv[2], 'wb').write(bytes(b))
 PYEOF
 expect_error "holds package" consumer/korch_consumer pkg_foreign
-echo "PASS"
+echo "PASS (t=${SECONDS}s)"
