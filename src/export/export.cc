@@ -29,11 +29,12 @@ namespace {
 const char* const kRuntimeHeaders[] = {
     "util/error.h",        "ir/dtype.h",         "ir/tensor_data.h", "ir/primitive.h", "ir/prim_graph.h",
     "reference/reference.h", "orchestrate/kernel.h", "backend/cpu/compiled_kernel.h",
+    "backend/cpu/layout_link.h",
 };
 const char* const kRuntimeSources[] = {
     "ir/dtype.cc",          "ir/tensor_data.cc",    "ir/primitive.cc",   "ir/prim_graph.cc", "ir/infer.cc",
     "reference/reference.cc", "reference/elementwise.cc", "reference/reduce.cc", "reference/layout.cc",
-    "reference/linear.cc",  "backend/cpu/onednn_kernel.cc",
+    "reference/linear.cc",  "backend/cpu/onednn_kernel.cc", "backend/cpu/layout_link.cc",
 };
 
 void write_bytes(const fs::path& path, const void* data, size_t n) {

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "backend/cpu/layout_link.h"
 #include "util/error.h"
 
 namespace korch {
@@ -15,7 +16,7 @@ int64_t align_up(int64_t v) { return (v + kAlign - 1) / kAlign * kAlign; }
 int64_t tensor_bytes(const TensorInfo& t) { return num_elements(t.shape) * static_cast<int64_t>(dtype_size(t.dtype)); }
 }  // namespace
 
-ArenaPlan plan_arena(const PrimGraph& g, const Plan& plan) {
+ArenaPlan plan_arena(const PrimGraph& g, const Plan& plan, const std::vector<int64_t>* bytes) {
   ArenaPlan a;
   a.offset.assign(g.num_tensors(), -1);
   int n = static_cast<int>(plan.kernels.size());
@@ -34,7 +35,7 @@ ArenaPlan plan_arena(const PrimGraph& g, const Plan& plan) {
   std::vector<Item> items;
   for (TensorId t = 0; t < g.num_tensors(); ++t)
     if (first[t] >= 0) {
-      items.push_back({t, align_up(std::max<int64_t>(tensor_bytes(g.tensor(t)), 1))});
+      items.push_back({t, align_up(std::max<int64_t>(bytes ? bytes->at(t) : tensor_bytes(g.tensor(t)), 1))});
       a.total_bytes += items.back().size;
     }
   // Largest first, first fit among tensors whose lifetimes overlap.
@@ -60,8 +61,6 @@ ArenaPlan plan_arena(const PrimGraph& g, const Plan& plan) {
 Executor::Executor(const PrimGraph& g, Plan plan, int threads) : g_(g), plan_(std::move(plan)), threads_(threads) {
   validate_plan_or_throw(g_, plan_);
   cpu::set_num_threads(threads_);
-  arena_ = plan_arena(g_, plan_);
-  storage_.resize(arena_.arena_bytes + kAlign);
   for (const Kernel& k : plan_.kernels) {
     std::string why;
     auto compiled = cpu::compile_kernel(g_, k, &why);
@@ -71,6 +70,10 @@ Executor::Executor(const PrimGraph& g, Plan plan, int threads) : g_(g), plan_(st
     }
     kernels_.push_back(std::move(compiled));
   }
+  cpu::LayoutLinks links = cpu::link_layouts(g_, plan_.kernels, kernels_);
+  linked_ = links.num_linked;
+  arena_ = plan_arena(g_, plan_, &links.bytes);
+  storage_.resize(arena_.arena_bytes + kAlign);
 }
 
 std::vector<TensorData> Executor::run(const std::vector<TensorData>& inputs) {

@@ -1,7 +1,8 @@
 // Runtime: executes a plan on the CPU backend. Every plan kernel is compiled once (oneDNN or
 // Halide; the reference interpreter only where neither can generate it). Materialised tensors
 // live in one arena whose offsets come from liveness-based reuse: two tensors share bytes
-// only when their lifetimes (producing kernel .. last reading kernel) do not overlap.
+// only when their lifetimes (producing kernel .. last reading kernel) do not overlap. Tensors
+// between oneDNN kernels stay in oneDNN's internal layout where cpu::link_layouts allows.
 #pragma once
 #include <memory>
 #include <string>
@@ -19,7 +20,9 @@ struct ArenaPlan {
 };
 
 // Liveness-based first-fit placement of every kernel output (graph outputs included).
-ArenaPlan plan_arena(const PrimGraph& g, const Plan& plan);
+// bytes: per tensor id, the bytes its buffer needs (e.g. a blocked internal layout with padded
+// channels); nullptr: every tensor's dense size.
+ArenaPlan plan_arena(const PrimGraph& g, const Plan& plan, const std::vector<int64_t>* bytes = nullptr);
 
 struct KernelTiming {
   std::string description;
@@ -37,6 +40,9 @@ class Executor {
   const ArenaPlan& arena() const { return arena_; }
   const Plan& plan() const { return plan_; }
   int num_fallback_kernels() const { return fallbacks_; }
+  // Tensors handed from one oneDNN kernel to the next in oneDNN's internal layout (no
+  // reorders through a dense buffer; cpu::link_layouts).
+  int num_linked_tensors() const { return linked_; }
 
  private:
   const PrimGraph& g_;
@@ -48,6 +54,7 @@ class Executor {
   bool profiling_ = false;
   std::vector<KernelTiming> timings_;
   int fallbacks_ = 0;
+  int linked_ = 0;
 };
 
 }  // namespace korch

@@ -22,6 +22,29 @@ class CompiledKernel {
   virtual ~CompiledKernel() = default;
   virtual void run(const std::vector<const void*>& inputs, void* output) = 0;
   virtual std::string describe() const = 0;  // backend and schedule, for logs and plans
+
+  // Layout linking (see layout_link.h). A kernel that keeps an internal layout (oneDNN's
+  // nhwc / nChw16c activations) can hand it to the next kernel instead of reordering to the
+  // dense buffer and back. Keys are opaque; equal keys mean byte-identical layouts. Kernels
+  // that only read and write dense buffers (Halide, reference) keep the defaults.
+  //
+  // The output's internal layout when it differs from the dense one ("" otherwise), and its
+  // size in bytes (may exceed the dense size: blocked layouts pad channels).
+  virtual std::string output_layout() const { return ""; }
+  virtual int64_t output_layout_bytes() const { return 0; }
+  // The layout input `input` (Kernel::inputs index) is reordered into before use, when it
+  // differs from the dense one ("" otherwise, or when the kernel reads it in several layouts).
+  virtual std::string input_layout(int /*input*/) const { return ""; }
+  // From now on input `input` arrives already in input_layout(input) (its reorder is skipped),
+  // and the output is written in output_layout() (no reorder to the dense buffer).
+  virtual void keep_input_layout(int /*input*/) {}
+  virtual void keep_output_layout() {}
+  // Names of those layouts ("nhwc", "nChw16c", ...; "" as above), and whether the kernel can be
+  // rebuilt with every activation in `format` (tensors already linked keep their layouts). With
+  // apply, it is rebuilt; false leaves it unchanged.
+  virtual std::string output_format() const { return ""; }
+  virtual std::string input_format(int /*input*/) const { return ""; }
+  virtual bool use_format(const std::string& /*format*/, bool /*apply*/) { return false; }
 };
 
 // Memory-bound kernels (no Linear primitive) as Halide 14 JIT pipelines.

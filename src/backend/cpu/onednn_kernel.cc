@@ -40,6 +40,10 @@
 //   1x1 64->256 56x56          plain gemm:jit 0.92 ms   any/nhwc 0.90 + 0.21 reorders
 //   1x1 64->64 56x56 + residual plain gemm:jit 12.8 ms  any/nChw16c jit_1x1 0.30 ms
 // (oneDNN's gemm convolution applies binary post-ops in a slow separate pass.)
+// Between consecutive oneDNN kernels these reorders are skipped where layout_link.h allows:
+// the kernels then read and write the internal layout directly (keep_input_layout /
+// keep_output_layout), and a kernel may be rebuilt with every activation in one given
+// layout (use_format) so that it matches its neighbour's.
 // Anything else is rejected with a one-line reason, and so is a fused kernel for which oneDNN
 // only has its reference implementation while the bare linear op has an optimised one.
 #include <dnnl.hpp>
@@ -120,6 +124,20 @@ std::string layout_name(const MD& md) {
     s += letters[b.inner_idxs[i]];
   }
   return s;
+}
+
+// An opaque key of a memory layout: equal keys mean the same bytes hold the same elements.
+// "" for layouts that are not plain blocked ones (never linked).
+std::string layout_key(const MD& md) {
+  const auto& d = md.data;
+  if (d.format_kind != dnnl_blocked || d.extra.flags != 0) return "";
+  const auto& b = d.format_desc.blocking;
+  std::ostringstream os;
+  os << "t" << d.data_type << " o" << d.offset0;
+  for (int i = 0; i < d.ndims; ++i)
+    os << " " << d.dims[i] << "/" << d.padded_dims[i] << "+" << d.padded_offsets[i] << ":" << b.strides[i];
+  for (int i = 0; i < b.inner_nblks; ++i) os << " b" << b.inner_blks[i] << "@" << b.inner_idxs[i];
+  return os.str();
 }
 
 bool is_ref_impl(const char* impl) { return std::string(impl).rfind("ref", 0) == 0; }
@@ -713,36 +731,113 @@ class OnednnKernel final : public CompiledKernel {
   void run(const std::vector<const void*>& inputs, void* output) override {
     dnnl::stream& s = cpu_stream();
     for (Binding& b : bindings_) {
-      b.user.set_data_handle(const_cast<void*>(inputs.at(b.input)));
+      void* data = const_cast<void*>(inputs.at(b.input));
+      if (b.kept) {
+        b.internal.set_data_handle(data);
+        continue;
+      }
+      b.user.set_data_handle(data);
       if (b.reorder) b.reorder->execute(s, b.user, b.internal);
     }
-    out_user_.set_data_handle(output);
+    if (out_kept_)
+      out_internal_.set_data_handle(output);
+    else
+      out_user_.set_data_handle(output);
     primitive_.execute(s, args_);
     if (out_reorder_) out_reorder_->execute(s, out_internal_, out_user_);
     s.wait();
   }
-  std::string describe() const override { return description_; }
+  std::string describe() const override {
+    std::vector<std::string> roles;
+    std::string layout;
+    bool one_layout = true;
+    auto add = [&](const std::string& role, const std::string& name) {
+      if (std::find(roles.begin(), roles.end(), role) == roles.end()) roles.push_back(role);
+      if (!layout.empty() && layout != name) one_layout = false;
+      layout = name;
+    };
+    for (const Binding& b : bindings_)
+      if (b.kept) add(b.arg == DNNL_ARG_SRC ? "in" : "residual", b.layout);
+    if (out_kept_) add("out", out_layout_name_);
+    if (roles.empty()) return description_;
+    std::string kept;
+    for (const std::string& r : roles) kept += (kept.empty() ? "" : "/") + r;
+    return description_ + " [" + (one_layout ? layout + " " : "") + kept + " kept]";
+  }
+
+  std::string output_layout() const override { return out_reorder_ || out_kept_ ? out_key_ : ""; }
+  int64_t output_layout_bytes() const override {
+    return out_reorder_ || out_kept_ ? static_cast<int64_t>(out_internal_.get_desc().get_size()) : 0;
+  }
+  std::string input_layout(int input) const override {
+    std::string key;
+    for (const Binding& b : bindings_) {
+      if (b.input != input) continue;
+      if (!b.reorder && !b.kept) return "";
+      if (!key.empty() && key != b.key) return "";
+      key = b.key;
+    }
+    return key;
+  }
+  void keep_input_layout(int input) override {
+    for (Binding& b : bindings_)
+      if (b.input == input && !b.kept) {
+        KORCH_CHECK(b.reorder, "input ", input, " of a oneDNN kernel has no internal layout to keep");
+        b.reorder.reset();
+        b.internal = memory(b.internal.get_desc(), cpu_engine(), DNNL_MEMORY_NONE);
+        args_[b.arg] = b.internal;
+        b.kept = true;
+      }
+  }
+  void keep_output_layout() override {
+    if (out_kept_) return;
+    KORCH_CHECK(out_reorder_, "the oneDNN kernel writes its output in the dense layout already");
+    out_reorder_.reset();
+    out_internal_ = memory(out_internal_.get_desc(), cpu_engine(), DNNL_MEMORY_NONE);
+    args_[DNNL_ARG_DST] = out_internal_;
+    out_kept_ = true;
+  }
+
+  std::string output_format() const override { return output_layout().empty() ? "" : out_layout_name_; }
+  std::string input_format(int input) const override {
+    if (input_layout(input).empty()) return "";
+    for (const Binding& b : bindings_)
+      if (b.input == input) return b.layout;
+    return "";
+  }
+  bool use_format(const std::string& format, bool apply) override;
 
   // A runtime input bound to an execution argument.
   struct Binding {
     int input;
+    int arg;
     memory user, internal;
     std::optional<dnnl::reorder> reorder;
+    std::string key, layout;  // the internal layout (layout_key, layout_name)
+    bool kept = false;        // the input arrives in the internal layout (no reorder)
   };
   dnnl::primitive primitive_;
   std::unordered_map<int, memory> args_;
   std::vector<Binding> bindings_;
   memory out_user_, out_internal_;
   std::optional<dnnl::reorder> out_reorder_;
+  std::string out_key_, out_layout_name_;
+  bool out_kept_ = false;
   std::vector<ConstTensorPtr> constants_;  // keep captured constants alive
   std::string description_;
+  const PrimGraph* graph_ = nullptr;  // what the kernel was built from (use_format rebuilds it)
+  Kernel kernel_;
 };
 
 class Builder {
  public:
-  Builder(const PrimGraph& g, const Kernel& k, const Analysis& a) : g_(g), k_(k), a_(a) {}
+  // fixed: every activation (conv src, dst and full-tensor binary operands) in this format
+  // instead of oneDNN's choice; the build fails unless oneDNN has a non-reference
+  // implementation for it.
+  Builder(const PrimGraph& g, const Kernel& k, const Analysis& a, std::optional<memory::format_tag> fixed = {})
+      : g_(g), k_(k), a_(a), fixed_(fixed) {}
 
-  std::unique_ptr<CompiledKernel> build() {
+  std::unique_ptr<OnednnKernel> build() {
     const Primitive& L = *a_.linear;
     Dims dst_dims(g_.tensor(L.output).shape.begin(), g_.tensor(L.output).shape.end());
     bool conv_like = L.op != PrimOp::MatMul;
@@ -753,6 +848,10 @@ class Builder {
     std::string error;
     std::vector<bool> layouts = {any_layout_first};
     if (any_layout_first) layouts.push_back(false);
+    if (fixed_) {
+      if (!conv_like) unsupported("only convolutions take a fixed activation layout");
+      layouts = {true};
+    }
     for (bool any_layout : layouts) {
       try {
         dnnl::primitive_desc candidate = make_pd(any_layout, /*with_post_ops=*/true, /*with_prologue=*/true);
@@ -763,6 +862,8 @@ class Builder {
       }
     }
     if (!pd) unsupported("oneDNN has no implementation for ", describe_core(), post_op_list(), ": ", error);
+    if (fixed_ && is_ref_impl(pd->impl_info_str()))
+      unsupported("the fixed layout leaves only the reference implementation");
     if (is_ref_impl(pd->impl_info_str()) && (!a_.post_ops.empty() || !a_.prologue.empty())) {
       std::optional<dnnl::primitive_desc> bare;
       try {
@@ -774,6 +875,8 @@ class Builder {
     }
 
     auto kernel = std::make_unique<OnednnKernel>();
+    kernel->graph_ = &g_;
+    kernel->kernel_ = k_;
     dnnl::engine& eng = cpu_engine();
     // Constants are captured (reordered once into the primitive's layout); runtime inputs
     // are rebound on every run, through a reorder when the primitive wants another layout.
@@ -799,7 +902,9 @@ class Builder {
       }
       int input = static_cast<int>(std::find(k_.inputs.begin(), k_.inputs.end(), t) - k_.inputs.begin());
       KORCH_CHECK(input < static_cast<int>(k_.inputs.size()), "tensor ", ti.name, " is not a kernel input");
-      OnednnKernel::Binding b{input, memory(user_md, eng, DNNL_MEMORY_NONE), {}, {}};
+      OnednnKernel::Binding b{input, arg, memory(user_md, eng, DNNL_MEMORY_NONE), {}, {}, {}, {}};
+      b.key = layout_key(internal_md);
+      b.layout = layout_name(internal_md);
       if (internal_md == user_md) {
         b.internal = b.user;
       } else {
@@ -825,6 +930,8 @@ class Builder {
     } else {
       kernel->out_internal_ = memory(dst_internal, eng);
       kernel->out_reorder_ = dnnl::reorder(kernel->out_internal_, kernel->out_user_);
+      kernel->out_key_ = layout_key(dst_internal);
+      kernel->out_layout_name_ = layout_name(dst_internal);
       kernel->args_[DNNL_ARG_DST] = kernel->out_internal_;
     }
     MD scratch = pd->scratchpad_desc();
@@ -844,6 +951,9 @@ class Builder {
   const PrimGraph& g_;
   const Kernel& k_;
   const Analysis& a_;
+  std::optional<memory::format_tag> fixed_;
+
+  MD activation_md(const Dims& dims) const { return fixed_ ? MD(dims, memory::data_type::f32, *fixed_) : any_md(dims); }
 
   // 1x1, stride-1, unpadded, ungrouped convolutions are a plain GEMM on nchw: reordering
   // the activations to a blocked layout would cost more than it saves. Not with binary
@@ -882,7 +992,8 @@ class Builder {
     if (with_post_ops) {
       dnnl::post_ops po;
       for (const PostOp& p : a_.post_ops) {
-        if (p.binary) po.append_binary(p.alg, any_layout && p.full ? any_md(p.operand_md.dims()) : p.operand_md);
+        if (p.binary)
+          po.append_binary(p.alg, any_layout && p.full ? activation_md(p.operand_md.dims()) : p.operand_md);
         else po.append_eltwise(p.scale, p.alg, p.alpha, p.beta);
       }
       attr.set_post_ops(po);
@@ -899,8 +1010,8 @@ class Builder {
       dnnl::matmul::desc d(src, w, bias, dense_md(dst_dims));
       return dnnl::matmul::primitive_desc(d, attr, eng);
     }
-    MD src = any_layout ? any_md(a_.src_md.dims()) : a_.src_md;
-    MD dst = any_layout ? any_md(dst_dims) : dense_md(dst_dims);
+    MD src = any_layout ? activation_md(a_.src_md.dims()) : a_.src_md;
+    MD dst = any_layout ? activation_md(dst_dims) : dense_md(dst_dims);
     MD w = any_md(a_.weights_md.dims());  // runtime weights are reordered in run()
     const Attrs& at = L.attrs;
     Dims strides(at.ints("strides").begin(), at.ints("strides").end());
@@ -986,6 +1097,42 @@ class Builder {
     return s + "]";
   }
 };
+
+// The oneDNN format tag of an activation layout name (layout_name's spelling).
+std::optional<memory::format_tag> format_tag_of(const std::string& name) {
+  using tag = memory::format_tag;
+  static const std::map<std::string, tag> tags = {
+      {"nwc", tag::nwc},     {"nCw16c", tag::nCw16c},     {"nCw8c", tag::nCw8c},
+      {"nhwc", tag::nhwc},   {"nChw16c", tag::nChw16c},   {"nChw8c", tag::nChw8c},
+      {"ndhwc", tag::ndhwc}, {"nCdhw16c", tag::nCdhw16c}, {"nCdhw8c", tag::nCdhw8c}};
+  auto it = tags.find(name);
+  if (it == tags.end()) return std::nullopt;
+  return it->second;
+}
+
+bool OnednnKernel::use_format(const std::string& format, bool apply) {
+  std::optional<memory::format_tag> tag = format_tag_of(format);
+  if (!tag || !graph_) return false;
+  std::unique_ptr<OnednnKernel> fresh;
+  try {
+    Analysis analysis(*graph_, kernel_);
+    fresh = Builder(*graph_, kernel_, analysis, tag).build();
+  } catch (const Unsupported&) {
+    return false;
+  } catch (const dnnl::error&) {
+    return false;
+  }
+  // Tensors already linked must keep their layouts.
+  for (const Binding& b : bindings_)
+    if (b.kept && fresh->input_layout(b.input) != b.key) return false;
+  if (out_kept_ && fresh->output_layout() != out_key_) return false;
+  if (!apply) return true;
+  for (const Binding& b : bindings_)
+    if (b.kept) fresh->keep_input_layout(b.input);
+  if (out_kept_) fresh->keep_output_layout();
+  *this = std::move(*fresh);
+  return true;
+}
 
 }  // namespace
 

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "backend/cpu/compiled_kernel.h"
+#include "backend/cpu/layout_link.h"
 #include "korch_kernels.h"
 #include "package_format.h"
 #include "reference/reference.h"
@@ -224,6 +225,8 @@ struct korch_model {
   std::vector<std::unique_ptr<cpu::CompiledKernel>> compiled;
   std::vector<Io> inputs, outputs;
   std::vector<int64_t> offset;  // per tensor: arena offset or -1
+  std::vector<int64_t> bytes;   // per tensor: buffer size (internal layouts may be larger)
+  int linked = 0;               // tensors kept in oneDNN's internal layout between kernels
   std::vector<unsigned char> storage;
   std::vector<const void*> where;
   std::string error;
@@ -386,12 +389,15 @@ void korch_model::load(const std::string& package_dir, int requested_threads) {
     if (!made && !g.tensor(t).is_constant() && std::find(in_ids.begin(), in_ids.end(), t) == in_ids.end())
       fail("model.kpkg: output '", g.tensor(t).name, "' is computed by no kernel");
   }
+  cpu::LayoutLinks links = cpu::link_layouts(g, kernels, compiled);  // as korch's Executor
+  bytes = links.bytes;
+  linked = links.num_linked;
   place_tensors();
   std::string feats;
   for (const std::string& f : features) feats += (feats.empty() ? "" : ",") + f;
   info = str_cat("package ", package_id, ": target ", target, ", cpu features [", feats, "], ", kernels.size(),
-                 " kernels (", n_halide, " halide aot, ", n_onednn, " onednn, ", n_ref, " reference), ", threads,
-                 " threads, arena ", storage.size(), " bytes");
+                 " kernels (", n_halide, " halide aot, ", n_onednn, " onednn, ", n_ref, " reference), ", linked,
+                 " tensors in oneDNN layouts between kernels, ", threads, " threads, arena ", storage.size(), " bytes");
 }
 
 // Liveness-based first-fit placement of every kernel output (as korch's plan_arena).
@@ -412,7 +418,7 @@ void korch_model::place_tensors() {
   };
   std::vector<Item> items;
   for (TensorId t = 0; t < g.num_tensors(); ++t)
-    if (first[t] >= 0) items.push_back({t, align_up(std::max<int64_t>(tensor_bytes(g.tensor(t)), 1))});
+    if (first[t] >= 0) items.push_back({t, align_up(std::max<int64_t>(bytes[t], 1))});
   std::sort(items.begin(), items.end(),
             [](const Item& x, const Item& y) { return x.size > y.size || (x.size == y.size && x.t < y.t); });
   std::vector<Item> placed;
@@ -456,7 +462,8 @@ void korch_model::run(const void* const* in, void* const* out) {
     args.clear();
     for (TensorId t : k.inputs) args.push_back(where[t]);
     compiled[i]->run(args, const_cast<void*>(where[k.output]));
-    if (!dump_dir.empty()) {  // KORCH_DUMP_DIR: every kernel's output, raw (debugging)
+    if (!dump_dir.empty()) {  // KORCH_DUMP_DIR: every kernel's output, raw (debugging; linked ones in their internal
+                              // layout)
       std::string path = dump_dir + "/k" + std::to_string(i) + ".bin";
       std::ofstream f(path, std::ios::binary);
       f.write(static_cast<const char*>(where[k.output]), tensor_bytes(g.tensor(k.output)));

@@ -1,0 +1,37 @@
+// Layout linking: lets consecutive oneDNN kernels hand each other activations
+// in oneDNN's internal layout (nhwc, nChw16c, ...) instead of reordering to a
+// dense buffer and back. Guarantees: a tensor is linked only when its producer
+// writes an internal layout, it is not a graph output, it has at least one
+// consumer, and every consumer reads it (in every role, binary post-op operands
+// included) through exactly that layout. Everything else (graph inputs and
+// outputs, constants, tensors read by Halide or reference kernels) stays dense.
+// Where the producer and a reader pick different layouts (brgconv nhwc vs jit
+// nChw16c, plain nchw GEMM 1x1 convs), the readers are rebuilt for the
+// producer's layout, or the producer for the readers', but only where oneDNN
+// still has a non-reference implementation. Korch's Executor and the exported
+// package's runtime both call this, so they make the same decisions.
+// KORCH_LAYOUT_LINK=0 in the environment turns linking off, =exact links only
+// tensors whose layouts already match (no rebuilding); both are for A/B timing.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "backend/cpu/compiled_kernel.h"
+
+namespace korch::cpu {
+
+struct LayoutLinks {
+  std::vector<int64_t> bytes;  // per tensor: bytes its buffer needs (its dense
+                               // size unless linked)
+  std::vector<char> linked;    // per tensor: 1 when it stays in its producer's internal layout
+  int num_linked = 0;
+};
+
+// Decides the links of a plan (kernels in execution order, compiled[i] built
+// for kernels[i]) and switches the compiled kernels to read/write the linked
+// tensors in internal layout.
+LayoutLinks link_layouts(const PrimGraph& g, const std::vector<Kernel>& kernels,
+                         const std::vector<std::unique_ptr<CompiledKernel>>& compiled);
+
+}  // namespace korch::cpu
