@@ -27,14 +27,29 @@ namespace {
 
 // korch sources the package runtime compiles (relative to the source tree's src/).
 const char* const kRuntimeHeaders[] = {
-    "util/error.h",        "ir/dtype.h",         "ir/tensor_data.h", "ir/primitive.h", "ir/prim_graph.h",
-    "reference/reference.h", "orchestrate/kernel.h", "backend/cpu/compiled_kernel.h",
+    "util/error.h",
+    "ir/dtype.h",
+    "ir/tensor_data.h",
+    "ir/primitive.h",
+    "ir/prim_graph.h",
+    "reference/reference.h",
+    "orchestrate/kernel.h",
+    "backend/cpu/compiled_kernel.h",
     "backend/cpu/layout_link.h",
 };
 const char* const kRuntimeSources[] = {
-    "ir/dtype.cc",          "ir/tensor_data.cc",    "ir/primitive.cc",   "ir/prim_graph.cc", "ir/infer.cc",
-    "reference/reference.cc", "reference/elementwise.cc", "reference/reduce.cc", "reference/layout.cc",
-    "reference/linear.cc",  "backend/cpu/onednn_kernel.cc", "backend/cpu/layout_link.cc",
+    "ir/dtype.cc",
+    "ir/tensor_data.cc",
+    "ir/primitive.cc",
+    "ir/prim_graph.cc",
+    "ir/infer.cc",
+    "reference/reference.cc",
+    "reference/elementwise.cc",
+    "reference/reduce.cc",
+    "reference/layout.cc",
+    "reference/linear.cc",
+    "backend/cpu/onednn_kernel.cc",
+    "backend/cpu/layout_link.cc",
 };
 
 void write_bytes(const fs::path& path, const void* data, size_t n) {
@@ -124,7 +139,8 @@ std::string cmake_lists(const std::vector<std::string>& sources, const std::vect
        "set_target_properties(korch_model_objects PROPERTIES POSITION_INDEPENDENT_CODE ON\n"
        "  CXX_VISIBILITY_PRESET hidden VISIBILITY_INLINES_HIDDEN ON)\n"
        "target_include_directories(korch_model_objects PRIVATE\n"
-       "  ${CMAKE_CURRENT_SOURCE_DIR}/include ${CMAKE_CURRENT_SOURCE_DIR}/runtime ${CMAKE_CURRENT_SOURCE_DIR}/runtime/src)\n"
+       "  ${CMAKE_CURRENT_SOURCE_DIR}/include ${CMAKE_CURRENT_SOURCE_DIR}/runtime "
+       "${CMAKE_CURRENT_SOURCE_DIR}/runtime/src)\n"
        "target_link_libraries(korch_model_objects PRIVATE DNNL::dnnl OpenMP::OpenMP_CXX)\n\n"
        "foreach(lib korch_model korch_model_static)\n"
        "  if(lib STREQUAL korch_model)\n"
@@ -168,7 +184,7 @@ ExportSummary export_package(const PrimGraph& g, const std::vector<std::string>&
   cpu::set_num_threads(options.threads);
 
   ExportSummary summary;
-  Halide::Target target = Halide::get_jit_target_from_environment().without_feature(Halide::Target::JIT);
+  Halide::Target target = cpu::halide_target().without_feature(Halide::Target::JIT);
   Halide::Target kernel_target = target.with_feature(Halide::Target::NoRuntime);
   summary.target = target.to_string();
   summary.cpu_features = required_cpu_features(target);
@@ -297,7 +313,7 @@ ExportSummary export_package(const PrimGraph& g, const std::vector<std::string>&
   reg << "\nnamespace {\n";
   for (size_t i = 0; i < halide_names.size(); ++i) {
     const Kernel& k = plan.kernels[std::find(halide_index.begin(), halide_index.end(), static_cast<int32_t>(i)) -
-                                    halide_index.begin()];
+                                   halide_index.begin()];
     reg << "int call_" << halide_names[i] << "(halide_buffer_t** b) { return " << halide_names[i] << "(";
     for (size_t a = 0; a <= k.inputs.size(); ++a) reg << (a ? ", " : "") << "b[" << a << "]";
     reg << "); }\n";

@@ -52,6 +52,9 @@ std::unique_ptr<CompiledKernel> compile_halide_kernel(const PrimGraph& g, const 
 // The Halide pipeline of a memory-bound kernel with its schedule for `target` (what
 // compile_halide_kernel JIT-compiles; `korch export` compiles it ahead of time). params: one
 // ImageParam per k.inputs, in order. false (and why_not) when Halide cannot implement it.
+// The Halide target korch compiles for: HL_JIT_TARGET (default: host), minus features
+// Halide 14 wrongly infers for this CPU (AVX-VNNI on AVX512-VNNI CPUs without it).
+Halide::Target halide_target();
 bool build_halide_pipeline(const PrimGraph& g, const Kernel& k, const Halide::Target& target,
                            Halide::Pipeline* pipeline, std::vector<Halide::ImageParam>* params,
                            std::string* description, std::string* why_not);

@@ -11,6 +11,7 @@
 // select_last_index arg-reductions, interpolating Resize on integers, ...)
 // return nullptr with the reason.
 #include <Halide.h>
+#include <cpuid.h>
 #include <omp.h>
 
 #include <map>
@@ -725,8 +726,26 @@ bool build_halide_pipeline(const PrimGraph& g, const Kernel& k, const Halide::Ta
   return false;
 }
 
+namespace {
+// CPUID leaf 7 sub-leaf 1, EAX bit 4: AVX-VNNI (the VEX-encoded VNNI instructions).
+bool cpu_has_avx_vnni() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (!__get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx)) return false;
+  return (eax >> 4) & 1;
+}
+}  // namespace
+
+Halide::Target halide_target() {
+  Halide::Target t = Halide::get_jit_target_from_environment();
+  // Halide 14 infers avx512_sapphirerapids from AVX512-BF16 + VNNI (e.g. on AMD Zen 4) and
+  // then emits VEX-encoded vpdpwssd (AVX-VNNI), which such CPUs do not have: SIGILL.
+  if (t.has_feature(Halide::Target::AVX512_SapphireRapids) && !cpu_has_avx_vnni())
+    t = t.without_feature(Halide::Target::AVX512_SapphireRapids);
+  return t;
+}
+
 std::unique_ptr<CompiledKernel> compile_halide_kernel(const PrimGraph& g, const Kernel& k, std::string* why_not) {
-  Halide::Target target = Halide::get_jit_target_from_environment();
+  Halide::Target target = halide_target();
   Halide::Pipeline pipeline;
   std::vector<ImageParam> params;
   std::string description;

@@ -46,10 +46,9 @@
 // layout (use_format) so that it matches its neighbour's.
 // Anything else is rejected with a one-line reason, and so is a fused kernel for which oneDNN
 // only has its reference implementation while the bare linear op has an optimised one.
-#include <dnnl.hpp>
-
 #include <algorithm>
 #include <cmath>
+#include <dnnl.hpp>
 #include <limits>
 #include <map>
 #include <optional>
@@ -91,7 +90,8 @@ template <typename... Args>
 
 Dims dense_strides(const Dims& dims) {
   Dims s(dims.size(), 1);
-  for (int64_t i = static_cast<int64_t>(dims.size()) - 2; i >= 0; --i) s[i] = s[i + 1] * std::max<int64_t>(dims[i + 1], 1);
+  for (int64_t i = static_cast<int64_t>(dims.size()) - 2; i >= 0; --i)
+    s[i] = s[i + 1] * std::max<int64_t>(dims[i + 1], 1);
   return s;
 }
 
@@ -189,20 +189,32 @@ PostOp scalar_binary(algorithm alg, float v, size_t rank) {
 }
 
 std::string post_op_name(const PostOp& p) {
-  static const std::map<algorithm, const char*> names = {
-      {algorithm::binary_add, "binary_add"}, {algorithm::binary_sub, "binary_sub"},
-      {algorithm::binary_mul, "binary_mul"}, {algorithm::binary_div, "binary_div"},
-      {algorithm::binary_max, "binary_max"}, {algorithm::binary_min, "binary_min"},
-      {algorithm::eltwise_relu, "relu"}, {algorithm::eltwise_tanh, "tanh"},
-      {algorithm::eltwise_logistic, "logistic"}, {algorithm::eltwise_exp, "exp"},
-      {algorithm::eltwise_log, "log"}, {algorithm::eltwise_abs, "abs"},
-      {algorithm::eltwise_sqrt, "sqrt"}, {algorithm::eltwise_round, "round"},
-      {algorithm::eltwise_square, "square"}, {algorithm::eltwise_linear, "linear"},
-      {algorithm::eltwise_clip_v2, "clip"}, {algorithm::eltwise_pow, "pow"},
-      {algorithm::eltwise_gelu_erf, "gelu_erf"}, {algorithm::eltwise_gelu_tanh, "gelu_tanh"},
-      {algorithm::eltwise_swish, "swish"}, {algorithm::eltwise_mish, "mish"},
-      {algorithm::eltwise_hardswish, "hardswish"}, {algorithm::eltwise_elu, "elu"},
-      {algorithm::eltwise_soft_relu, "soft_relu"}, {algorithm::eltwise_logsigmoid, "logsigmoid"}};
+  static const std::map<algorithm, const char*> names = {{algorithm::binary_add, "binary_add"},
+                                                         {algorithm::binary_sub, "binary_sub"},
+                                                         {algorithm::binary_mul, "binary_mul"},
+                                                         {algorithm::binary_div, "binary_div"},
+                                                         {algorithm::binary_max, "binary_max"},
+                                                         {algorithm::binary_min, "binary_min"},
+                                                         {algorithm::eltwise_relu, "relu"},
+                                                         {algorithm::eltwise_tanh, "tanh"},
+                                                         {algorithm::eltwise_logistic, "logistic"},
+                                                         {algorithm::eltwise_exp, "exp"},
+                                                         {algorithm::eltwise_log, "log"},
+                                                         {algorithm::eltwise_abs, "abs"},
+                                                         {algorithm::eltwise_sqrt, "sqrt"},
+                                                         {algorithm::eltwise_round, "round"},
+                                                         {algorithm::eltwise_square, "square"},
+                                                         {algorithm::eltwise_linear, "linear"},
+                                                         {algorithm::eltwise_clip_v2, "clip"},
+                                                         {algorithm::eltwise_pow, "pow"},
+                                                         {algorithm::eltwise_gelu_erf, "gelu_erf"},
+                                                         {algorithm::eltwise_gelu_tanh, "gelu_tanh"},
+                                                         {algorithm::eltwise_swish, "swish"},
+                                                         {algorithm::eltwise_mish, "mish"},
+                                                         {algorithm::eltwise_hardswish, "hardswish"},
+                                                         {algorithm::eltwise_elu, "elu"},
+                                                         {algorithm::eltwise_soft_relu, "soft_relu"},
+                                                         {algorithm::eltwise_logsigmoid, "logsigmoid"}};
   auto it = names.find(p.alg);
   std::string name = it == names.end() ? "?" : it->second;
   if (p.binary) return p.value ? name + "(" + fmt_float(p.value->get_f64(0)) + ")" : name;
@@ -317,7 +329,8 @@ class Analysis {
   const Primitive* linear = nullptr;
   PrimId linear_id = kNone;
   TensorId src = kNone, weights = kNone;
-  MD src_md, weights_md;            // operand views (prologues folded)
+  MD src_md, weights_md;                      // operand views (prologues folded)
+  Dims dst_dims;                              // the output view (a MatMul's batch dims may fold into rows)
   std::vector<int64_t> pads_begin, pads_end;  // conv / deconv, folded Pad included
   TensorId bias = kNone;
   std::vector<PostOp> post_ops;
@@ -355,7 +368,8 @@ class Analysis {
   void run() {
     for (PrimId p : k_.prims)
       if (prim_kind(g_.prim(p).op) == PrimKind::Linear) {
-        if (linear) unsupported("kernel has more than one linear primitive (", prim_op_name(linear->op), ", ", op_name(p), ")");
+        if (linear)
+          unsupported("kernel has more than one linear primitive (", prim_op_name(linear->op), ", ", op_name(p), ")");
         linear = &g_.prim(p);
         linear_id = p;
       }
@@ -364,10 +378,15 @@ class Analysis {
     require_f32(linear->inputs[0], "input");
     require_f32(linear->inputs[1], "weight");
     require_f32(linear->output, "output");
-    if (linear->op == PrimOp::MatMul) analyse_matmul();
-    else analyse_conv();
+    if (linear->op == PrimOp::MatMul)
+      analyse_matmul();
+    else
+      analyse_conv();
     analyse_epilogue();
     post_ops = normalize_post_ops(post_ops, info(linear->output).shape.size());
+    const Shape& out = info(linear->output).shape;
+    dst_dims.assign(out.begin(), out.end());
+    if (linear->op == PrimOp::MatMul) fold_matmul_batch();
     for (PrimId p : k_.prims)
       if (!visited_.count(p))
         unsupported("primitive ", op_name(p), " is neither a foldable prologue nor on the epilogue chain");
@@ -377,7 +396,8 @@ class Analysis {
   PrimId prologue_of(TensorId t) {
     if (!produced_inside(t)) return kNone;
     PrimId p = info(t).producer;
-    if (consumers(t).size() != 1) unsupported(op_name(p), " feeding ", prim_op_name(linear->op), " is also used elsewhere in the kernel");
+    if (consumers(t).size() != 1)
+      unsupported(op_name(p), " feeding ", prim_op_name(linear->op), " is also used elsewhere in the kernel");
     if (produced_inside(g_.prim(p).inputs[0]))
       unsupported("prologue ", op_name(p), " of ", prim_op_name(linear->op), " is itself computed inside the kernel");
     visited_[p] = 1;
@@ -418,6 +438,44 @@ class Analysis {
     weights_md = md[1];
   }
 
+  // A MatMul whose B has no batch dimensions and whose A is dense: A's batch dimensions are
+  // more rows of one GEMM ([b.., M, K] x [K, N] = [b..*M, K] x [K, N]) instead of b small
+  // products (a [128, 1, 768] x [768, 2304] projection was 128 matrix-vector products). Binary
+  // post-op operands must be full or broadcast over all folded dimensions.
+  void fold_matmul_batch() {
+    size_t r = dst_dims.size();
+    if (r < 3) return;
+    Dims sd = src_md.dims(), wd = weights_md.dims();
+    if (src_md != dense_md(sd)) return;  // a transposed A is not a plain row block
+    for (size_t i = 0; i + 2 < r; ++i)
+      if (wd[i] != 1 || sd[i] != dst_dims[i]) return;
+    int64_t rows = 1;
+    for (size_t i = 0; i + 1 < r; ++i) rows *= dst_dims[i];
+    std::vector<bool> full(post_ops.size(), false);
+    for (size_t j = 0; j < post_ops.size(); ++j) {
+      if (!post_ops[j].binary) continue;
+      Dims od = post_ops[j].operand_md.dims();
+      if (post_ops[j].operand_md != dense_md(od)) return;
+      bool all = true, none = true;
+      for (size_t i = 0; i + 1 < r; ++i) {
+        all = all && od[i] == dst_dims[i];
+        none = none && od[i] == 1;
+      }
+      if (!all && !none) return;
+      full[j] = all;
+    }
+    const auto& ws = weights_md.data.format_desc.blocking.strides;
+    weights_md = strided_md({wd[r - 2], wd[r - 1]}, {ws[r - 2], ws[r - 1]});
+    src_md = dense_md({rows, sd[r - 1]});
+    for (size_t j = 0; j < post_ops.size(); ++j) {
+      if (!post_ops[j].binary) continue;
+      Dims od = post_ops[j].operand_md.dims();
+      post_ops[j].operand_md = dense_md({full[j] ? rows : 1, od[r - 1]});
+    }
+    dst_dims = {rows, dst_dims[r - 1]};
+    prologue.push_back("batch folded into rows");
+  }
+
   void analyse_conv() {
     const Attrs& a = linear->attrs;
     const Shape& xs = info(linear->inputs[0]).shape;
@@ -427,17 +485,20 @@ class Analysis {
     pads_begin.assign(p.begin(), p.begin() + nsp);
     pads_end.assign(p.begin() + nsp, p.end());
     weights = linear->inputs[1];
-    if (produced_inside(weights)) unsupported("the weight of ", prim_op_name(linear->op), " is computed inside the kernel");
+    if (produced_inside(weights))
+      unsupported("the weight of ", prim_op_name(linear->op), " is computed inside the kernel");
     src = linear->inputs[0];
     if (PrimId pp = prologue_of(src); pp != kNone) {
       const Primitive& pad = g_.prim(pp);
       if (pad.op != PrimOp::Pad || linear->op != PrimOp::Conv)
-        unsupported("prologue op ", op_name(pp), " of ", prim_op_name(linear->op), " is not foldable (only Pad into Conv is)");
+        unsupported("prologue op ", op_name(pp), " of ", prim_op_name(linear->op),
+                    " is not foldable (only Pad into Conv is)");
       const auto& pads = pad.attrs.ints("pads");
       size_t rank = xs.size();
       if (pad.attrs.s("mode") != "constant" || pad.attrs.f("value") != 0.0)
         unsupported("Pad folded into Conv must be constant-mode with value 0");
-      if (pads[0] || pads[1] || pads[rank] || pads[rank + 1]) unsupported("Pad folded into Conv pads batch/channel dims");
+      if (pads[0] || pads[1] || pads[rank] || pads[rank + 1])
+        unsupported("Pad folded into Conv pads batch/channel dims");
       for (size_t i = 0; i < nsp; ++i) {
         if (pads[2 + i] < 0 || pads[rank + 2 + i] < 0) unsupported("Pad folded into Conv has negative pads");
         pads_begin[i] += pads[2 + i];
@@ -455,8 +516,10 @@ class Analysis {
     Dims wdims, wstrides;
     if (linear->op == PrimOp::Conv) {
       // ONNX [G*OCg, ICg, k...] is dense goihw / oihw.
-      if (group > 1) wdims = {group, ws[0] / group, ws[1]};
-      else wdims = {ws[0], ws[1]};
+      if (group > 1)
+        wdims = {group, ws[0] / group, ws[1]};
+      else
+        wdims = {ws[0], ws[1]};
       wdims.insert(wdims.end(), kernel.begin(), kernel.end());
       wstrides = dense_strides(wdims);
     } else {
@@ -495,8 +558,8 @@ class Analysis {
       } else if (cons.size() == 1) {
         unsupported(why);
       } else {
-        unsupported("the linear result feeds ", cons.size(), " epilogue ops (", op_name(cons[0]), ", ", op_name(cons[1]),
-                    ") that do not form a known activation");
+        unsupported("the linear result feeds ", cons.size(), " epilogue ops (", op_name(cons[0]), ", ",
+                    op_name(cons[1]), ") that do not form a known activation");
       }
       if (info(cur).shape != shape) unsupported("epilogue changes the shape to ", shape_str(info(cur).shape));
       require_f32(cur, "epilogue value");
@@ -543,8 +606,10 @@ class Analysis {
     bool left = p.inputs[0] == cur;
     TensorId other = left ? p.inputs[1] : p.inputs[0];
     if (other == cur) {  // x op x
-      if (p.op == PrimOp::Mul) add(eltwise(algorithm::eltwise_square));
-      else if (p.op == PrimOp::Add) add(linear_op(2, 0));
+      if (p.op == PrimOp::Mul)
+        add(eltwise(algorithm::eltwise_square));
+      else if (p.op == PrimOp::Add)
+        add(linear_op(2, 0));
       else if (p.op != PrimOp::Max && p.op != PrimOp::Min) {
         *why = str_cat("epilogue op ", name, "(x, x) is not a oneDNN post-op");
         return false;
@@ -563,8 +628,10 @@ class Analysis {
         case PrimOp::Mul: add(linear_op(fc, 0)); return true;
         case PrimOp::Sub: add(left ? linear_op(1, static_cast<float>(-c)) : linear_op(-1, fc)); return true;
         case PrimOp::Div:
-          if (left) add(linear_op(static_cast<float>(1 / c), 0));
-          else add(eltwise(algorithm::eltwise_pow, fc, -1));
+          if (left)
+            add(linear_op(static_cast<float>(1 / c), 0));
+          else
+            add(eltwise(algorithm::eltwise_pow, fc, -1));
           return true;
         case PrimOp::Max: add_clip(fc, kInf); return true;
         case PrimOp::Min: add_clip(-kInf, fc); return true;
@@ -713,7 +780,8 @@ class Analysis {
       for (double alpha : alphas) {
         double scale;
         if (!matches(c, alpha, &scale)) continue;
-        float fa = (c.alg == algorithm::eltwise_swish || c.alg == algorithm::eltwise_elu) ? static_cast<float>(alpha) : 0.f;
+        float fa =
+            (c.alg == algorithm::eltwise_swish || c.alg == algorithm::eltwise_elu) ? static_cast<float>(alpha) : 0.f;
         add(eltwise(c.alg, fa, 0, static_cast<float>(scale)));
         for (PrimId p : region) visited_[p] = 1;
         return result;
@@ -839,7 +907,7 @@ class Builder {
 
   std::unique_ptr<OnednnKernel> build() {
     const Primitive& L = *a_.linear;
-    Dims dst_dims(g_.tensor(L.output).shape.begin(), g_.tensor(L.output).shape.end());
+    const Dims& dst_dims = a_.dst_dims;
     bool conv_like = L.op != PrimOp::MatMul;
     // Layouts left to oneDNN (format_tag::any) first: activations of convolutions, constant
     // MatMul weights. When that only has a reference implementation (or none), plain ones.
@@ -871,7 +939,8 @@ class Builder {
       } catch (const dnnl::error&) {
       }
       if (bare && !is_ref_impl(bare->impl_info_str()))
-        unsupported("fusing ", fused_list(), " into ", describe_core(), " leaves only oneDNN's reference implementation");
+        unsupported("fusing ", fused_list(), " into ", describe_core(),
+                    " leaves only oneDNN's reference implementation");
     }
 
     auto kernel = std::make_unique<OnednnKernel>();
@@ -920,8 +989,10 @@ class Builder {
     for (size_t i = 0; i < a_.post_ops.size(); ++i) {
       const PostOp& p = a_.post_ops[i];
       int arg = DNNL_ARG_ATTR_MULTIPLE_POST_OP(static_cast<int>(i)) | DNNL_ARG_SRC_1;
-      if (p.value) bind_constant(arg, p.value, p.operand_md);
-      else if (p.binary) bind(arg, p.operand, p.operand_md);
+      if (p.value)
+        bind_constant(arg, p.value, p.operand_md);
+      else if (p.binary)
+        bind(arg, p.operand, p.operand_md);
     }
     MD dst_user = dense_md(dst_dims), dst_internal = pd->dst_desc();
     kernel->out_user_ = memory(dst_user, eng, DNNL_MEMORY_NONE);
@@ -978,7 +1049,7 @@ class Builder {
     const Primitive& L = *a_.linear;
     const Shape& out = g_.tensor(L.output).shape;
     if (L.op == PrimOp::MatMul) {
-      Dims d(out.size(), 1);
+      Dims d(a_.dst_dims.size(), 1);
       d.back() = out.back();
       return dense_md(d);
     }
@@ -994,12 +1065,12 @@ class Builder {
       for (const PostOp& p : a_.post_ops) {
         if (p.binary)
           po.append_binary(p.alg, any_layout && p.full ? activation_md(p.operand_md.dims()) : p.operand_md);
-        else po.append_eltwise(p.scale, p.alg, p.alpha, p.beta);
+        else
+          po.append_eltwise(p.scale, p.alg, p.alpha, p.beta);
       }
       attr.set_post_ops(po);
     }
-    const Shape& out = g_.tensor(L.output).shape;
-    Dims dst_dims(out.begin(), out.end());
+    const Dims& dst_dims = a_.dst_dims;
     MD bias = a_.bias != kNone ? bias_md() : MD();
     dnnl::engine& eng = cpu_engine();
     if (L.op == PrimOp::MatMul) {
@@ -1034,7 +1105,7 @@ class Builder {
     const Shape& ws = g_.tensor(a_.weights).shape;
     for (size_t i = 0; i < pr.size(); ++i) {
       int64_t full = (xs[2 + i] - 1) * strides[i] + (ws[2 + i] - 1) * (dil[i] + 1) + 1;
-      pr[i] = full - pl[i] - out[2 + i];
+      pr[i] = full - pl[i] - dst_dims[2 + i];
     }
     dnnl::deconvolution_forward::desc d(dnnl::prop_kind::forward_inference, algorithm::deconvolution_direct, src, w,
                                         bias, dst, strides, dil, pl, pr);

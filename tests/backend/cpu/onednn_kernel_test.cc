@@ -30,7 +30,9 @@ class Builder {
   std::mt19937 rng{1234};
 
   TensorId input(const Shape& s) { return g.add_input(name('x'), DType::F32, s); }
-  TensorId constant(const Shape& s) { return g.add_constant(name('c'), std::make_shared<TensorData>(random_tensor(s, rng))); }
+  TensorId constant(const Shape& s) {
+    return g.add_constant(name('c'), std::make_shared<TensorData>(random_tensor(s, rng)));
+  }
   TensorId scalar(double v) {
     return g.add_constant(name('s'), std::make_shared<TensorData>(TensorData::scalar_f32(static_cast<float>(v))));
   }
@@ -40,10 +42,12 @@ class Builder {
     return n;
   }
   TensorId conv(TensorId x, TensorId w, Ints strides, Ints pads, Ints dilations, int64_t group = 1) {
-    return g.add_primitive(PrimOp::Conv, {x, w},
-                           Attrs().set("strides", strides).set("pads", pads).set("dilations", dilations).set("group", group));
+    return g.add_primitive(
+        PrimOp::Conv, {x, w},
+        Attrs().set("strides", strides).set("pads", pads).set("dilations", dilations).set("group", group));
   }
-  TensorId conv_transpose(TensorId x, TensorId w, Ints strides, Ints pads, Ints dilations, int64_t group, Ints out_spatial) {
+  TensorId conv_transpose(TensorId x, TensorId w, Ints strides, Ints pads, Ints dilations, int64_t group,
+                          Ints out_spatial) {
     return g.add_primitive(PrimOp::ConvTranspose, {x, w},
                            Attrs()
                                .set("strides", strides)
@@ -52,7 +56,9 @@ class Builder {
                                .set("group", group)
                                .set("out_spatial", out_spatial));
   }
-  TensorId op(PrimOp op, std::vector<TensorId> in, Attrs a = Attrs()) { return g.add_primitive(op, std::move(in), std::move(a)); }
+  TensorId op(PrimOp op, std::vector<TensorId> in, Attrs a = Attrs()) {
+    return g.add_primitive(op, std::move(in), std::move(a));
+  }
   TensorId transpose(TensorId x, Ints perm) { return op(PrimOp::Transpose, {x}, Attrs().set("perm", perm)); }
   TensorId pad(TensorId x, Ints pads, double value = 0) {
     return op(PrimOp::Pad, {x}, Attrs().set("pads", pads).set("mode", std::string("constant")).set("value", value));
@@ -333,7 +339,8 @@ TEST(OnednnKernel, FissionedActivations) {
 TEST(OnednnKernel, ConvTransposeStride2) {
   Builder b;
   // out = 2*(5-1) + 3 - 1 - 1 + output_padding 1 = 10
-  TensorId y = b.conv_transpose(b.input({1, 8, 5, 5}), b.constant({8, 4, 3, 3}), {2, 2}, {1, 1, 1, 1}, {1, 1}, 1, {10, 10});
+  TensorId y =
+      b.conv_transpose(b.input({1, 8, 5, 5}), b.constant({8, 4, 3, 3}), {2, 2}, {1, 1, 1, 1}, {1, 1}, 1, {10, 10});
   b.op(PrimOp::Add, {y, b.constant({4, 1, 1})});
   check_kernel(b);
 }
@@ -376,6 +383,25 @@ TEST(OnednnKernel, MatMulBatchedBroadcast) {
   TensorId y = d.op(PrimOp::MatMul, {d.input({2, 1, 3, 4, 6}), d.input({1, 2, 1, 6, 5})});
   d.op(PrimOp::Add, {d.op(PrimOp::Mul, {y, d.scalar(0.5)}), d.input({2, 2, 3, 4, 5})});
   check_kernel(d);
+}
+
+TEST(OnednnKernel, MatMulBatchFoldedIntoRows) {
+  // [seq, batch, d] x [d, 3d] (PyTorch's TransformerEncoder QKV projection): one GEMM with
+  // seq*batch rows, not seq matrix-vector products; bias, GELU and a full residual ride along.
+  Builder b;
+  TensorId y = b.op(PrimOp::MatMul, {b.input({16, 1, 24}), b.constant({24, 40})});
+  y = b.op(PrimOp::Add, {y, b.constant({40})});
+  b.op(PrimOp::Add, {b.gelu(y), b.input({16, 1, 40})});
+  EXPECT_NE(check_kernel(b).find("batch folded into rows"), std::string::npos);
+  Builder c;  // a transposed (constant) B folds too; a row-broadcast operand [1, 1, N] as well
+  TensorId w = c.transpose(c.constant({12, 8}), {1, 0});
+  TensorId z = c.op(PrimOp::MatMul, {c.input({3, 5, 8}), w});
+  c.op(PrimOp::Mul, {z, c.input({1, 1, 12})});
+  EXPECT_NE(check_kernel(c).find("batch folded into rows"), std::string::npos);
+  Builder d;  // an operand broadcast over some batch dims but not others: no folding
+  TensorId u = d.op(PrimOp::MatMul, {d.input({2, 3, 4, 8}), d.constant({8, 6})});
+  d.op(PrimOp::Add, {u, d.input({2, 1, 4, 6})});
+  EXPECT_EQ(check_kernel(d).find("batch folded into rows"), std::string::npos);
 }
 
 TEST(OnednnKernel, MatMulTransposedOperand) {
