@@ -143,7 +143,8 @@ OptimizeResult run_optimizer(const PrimGraph& g, const OptimizeArgs& a, Optimize
 void issue_warnings(const std::vector<std::string>& warnings) {
   if (warnings.empty()) return;
   py::object warn = py::module_::import("warnings").attr("warn");
-  for (const std::string& w : warnings) warn(py::str("korch: " + w), py::module_::import("builtins").attr("RuntimeWarning"));
+  for (const std::string& w : warnings)
+    warn(py::str("korch: " + w), py::module_::import("builtins").attr("RuntimeWarning"));
 }
 
 ShapeMap to_shape_map(const std::optional<std::map<std::string, std::vector<int64_t>>>& shapes) {
@@ -174,7 +175,8 @@ PlanPtr wrap(ModelPtr model, Plan plan) {
 }
 
 PlanPtr py_optimize(const fs::path& path, int threads, const std::string& cost, const std::optional<fs::path>& cache,
-                    int max_kernel_prims, const std::optional<std::map<std::string, std::vector<int64_t>>>& input_shapes,
+                    int max_kernel_prims,
+                    const std::optional<std::map<std::string, std::vector<int64_t>>>& input_shapes,
                     int max_partition_prims, double time_limit, const std::optional<fs::path>& machine) {
   OptimizeArgs a;
   a.threads = threads;
@@ -223,9 +225,9 @@ std::string plan_summary(const PyPlan& p, bool list_kernels) {
   const PrimGraph& g = p.model->m.graph;
   std::ostringstream os;
   os << std::fixed << std::setprecision(3);
-  os << "plan '" << p.plan.strategy << "' for " << p.model->path << " (" << g.num_prims() << " primitives): "
-     << p.plan.kernels.size() << " kernels, predicted " << p.plan.predicted_seconds() * 1e3 << " ms ("
-     << (p.plan.cost_model.empty() ? "unknown" : p.plan.cost_model) << " cost)\n";
+  os << "plan '" << p.plan.strategy << "' for " << p.model->path << " (" << g.num_prims()
+     << " primitives): " << p.plan.kernels.size() << " kernels, predicted " << p.plan.predicted_seconds() * 1e3
+     << " ms (" << (p.plan.cost_model.empty() ? "unknown" : p.plan.cost_model) << " cost)\n";
   if (p.stats) {
     const OptimizeStats& s = *p.stats;
     os << "optimize: " << s.partitions << " partitions (" << s.unique_partitions << " solved), " << s.candidates
@@ -438,7 +440,8 @@ class Session {
   py::dict input_shapes() const {
     py::dict d;
     const PrimGraph& g = model_->m.graph;
-    for (size_t i = 0; i < input_names_.size(); ++i) d[py::str(input_names_[i])] = shape_tuple(g.tensor(g.inputs()[i]).shape);
+    for (size_t i = 0; i < input_names_.size(); ++i)
+      d[py::str(input_names_[i])] = shape_tuple(g.tensor(g.inputs()[i]).shape);
     return d;
   }
   py::dict input_dtypes() const {
@@ -451,7 +454,8 @@ class Session {
   py::dict output_shapes() const {
     py::dict d;
     const PrimGraph& g = model_->m.graph;
-    for (size_t i = 0; i < output_names_.size(); ++i) d[py::str(output_names_[i])] = shape_tuple(g.tensor(g.outputs()[i]).shape);
+    for (size_t i = 0; i < output_names_.size(); ++i)
+      d[py::str(output_names_[i])] = shape_tuple(g.tensor(g.outputs()[i]).shape);
     return d;
   }
   py::dict output_dtypes() const {
@@ -487,60 +491,65 @@ PYBIND11_MODULE(_korch, m) {
   py::register_exception<korch::Error>(m, "Error", PyExc_RuntimeError);
 
   py::class_<PyPlan, PlanPtr>(m, "Plan", "A kernel orchestration of one imported model.")
-      .def_property_readonly("kernels", [](const PyPlan& p) { return p.plan.kernels.size(); },
-                             "Number of kernels.")
-      .def_property_readonly("predicted_ms", [](const PyPlan& p) { return p.plan.predicted_seconds() * 1e3; },
-                             "Predicted run time (sum of kernel costs), milliseconds.")
-      .def_property_readonly("strategy", [](const PyPlan& p) { return p.plan.strategy; },
-                             "korch | greedy | per-op | per-primitive")
+      .def_property_readonly(
+          "kernels", [](const PyPlan& p) { return p.plan.kernels.size(); }, "Number of kernels.")
+      .def_property_readonly(
+          "predicted_ms", [](const PyPlan& p) { return p.plan.predicted_seconds() * 1e3; },
+          "Predicted run time (sum of kernel costs), milliseconds.")
+      .def_property_readonly(
+          "strategy", [](const PyPlan& p) { return p.plan.strategy; }, "korch | greedy | per-op | per-primitive")
       .def_property_readonly("cost_model", [](const PyPlan& p) { return p.plan.cost_model; })
       .def_property_readonly("model_path", [](const PyPlan& p) { return p.model->path; })
       .def_property_readonly("input_shapes",
                              [](const PyPlan& p) {
                                py::dict d;
                                const PrimGraph& g = p.model->m.graph;
-                               for (TensorId t : g.inputs()) d[py::str(g.tensor(t).name)] = shape_tuple(g.tensor(t).shape);
+                               for (TensorId t : g.inputs())
+                                 d[py::str(g.tensor(t).name)] = shape_tuple(g.tensor(t).shape);
                                return d;
                              })
-      .def_property_readonly("baselines",
-                             [](const PyPlan& p) {
-                               py::dict d;
-                               for (const auto& [name, plan] : p.baselines) d[py::str(name)] = plan;
-                               return d;
-                             },
-                             "Baseline plans under the same cost model (greedy, per-op, per-primitive); empty "
-                             "for loaded plans.")
-      .def_property_readonly("kernel_ops",
-                             [](const PyPlan& p) {
-                               std::vector<std::string> out;
-                               for (const Kernel& k : p.plan.kernels) out.push_back(kernel_ops(p.model->m.graph, k));
-                               return out;
-                             },
-                             "Primitive ops of every kernel, e.g. 'conv+add+max'.")
-      .def_property_readonly("stats",
-                             [](const PyPlan& p) -> py::object {
-                               if (!p.stats) return py::none();
-                               const OptimizeStats& s = *p.stats;
-                               py::dict d;
-                               d["partitions"] = s.partitions;
-                               d["unique_partitions"] = s.unique_partitions;
-                               d["candidates"] = s.candidates;
-                               d["priced"] = s.priced;
-                               d["measured"] = s.measured;
-                               d["dropped"] = s.dropped;
-                               d["solve_rounds"] = s.solve_rounds;
-                               d["solver_seconds"] = s.solver_seconds;
-                               d["optimize_seconds"] = s.total_seconds;
-                               d["all_optimal"] = s.all_optimal;
-                               if (!s.cache_path.empty()) {
-                                 d["compiled_now"] = s.compiled_now;
-                                 d["cache_hits"] = s.cache_hits;
-                                 d["mismatches"] = s.mismatches;
-                                 d["cache"] = s.cache_path;
-                               }
-                               return d;
-                             },
-                             "Optimizer statistics (None for loaded plans).")
+      .def_property_readonly(
+          "baselines",
+          [](const PyPlan& p) {
+            py::dict d;
+            for (const auto& [name, plan] : p.baselines) d[py::str(name)] = plan;
+            return d;
+          },
+          "Baseline plans under the same cost model (greedy, per-op, per-primitive); empty "
+          "for loaded plans.")
+      .def_property_readonly(
+          "kernel_ops",
+          [](const PyPlan& p) {
+            std::vector<std::string> out;
+            for (const Kernel& k : p.plan.kernels) out.push_back(kernel_ops(p.model->m.graph, k));
+            return out;
+          },
+          "Primitive ops of every kernel, e.g. 'conv+add+max'.")
+      .def_property_readonly(
+          "stats",
+          [](const PyPlan& p) -> py::object {
+            if (!p.stats) return py::none();
+            const OptimizeStats& s = *p.stats;
+            py::dict d;
+            d["partitions"] = s.partitions;
+            d["unique_partitions"] = s.unique_partitions;
+            d["candidates"] = s.candidates;
+            d["priced"] = s.priced;
+            d["measured"] = s.measured;
+            d["dropped"] = s.dropped;
+            d["solve_rounds"] = s.solve_rounds;
+            d["solver_seconds"] = s.solver_seconds;
+            d["optimize_seconds"] = s.total_seconds;
+            d["all_optimal"] = s.all_optimal;
+            if (!s.cache_path.empty()) {
+              d["compiled_now"] = s.compiled_now;
+              d["cache_hits"] = s.cache_hits;
+              d["mismatches"] = s.mismatches;
+              d["cache"] = s.cache_path;
+            }
+            return d;
+          },
+          "Optimizer statistics (None for loaded plans).")
       .def(
           "save",
           [](const PyPlan& p, const fs::path& path) {
@@ -554,19 +563,16 @@ PYBIND11_MODULE(_korch, m) {
            "one line per kernel.")
       .def("__repr__", [](const PyPlan& p) {
         std::ostringstream os;
-        os << "<korch.Plan " << p.plan.strategy << ": " << p.plan.kernels.size() << " kernels, predicted "
-           << std::fixed << std::setprecision(3) << p.plan.predicted_seconds() * 1e3 << " ms, model '" << p.model->path
-           << "'>";
+        os << "<korch.Plan " << p.plan.strategy << ": " << p.plan.kernels.size() << " kernels, predicted " << std::fixed
+           << std::setprecision(3) << p.plan.predicted_seconds() * 1e3 << " ms, model '" << p.model->path << "'>";
         return os.str();
       });
 
-  m.def("optimize", &py_optimize, py::arg("path"), py::arg("threads") = 2,
-        py::arg("cost") = "analytic", py::arg("cache") = py::none(), py::arg("max_kernel_prims") = 8,
-        py::arg("input_shapes") = py::none(), py::arg("max_partition_prims") = 64, py::arg("time_limit") = 60.0,
-        py::arg("machine") = py::none(),
+  m.def("optimize", &py_optimize, py::arg("path"), py::arg("threads") = 2, py::arg("cost") = "analytic",
+        py::arg("cache") = py::none(), py::arg("max_kernel_prims") = 8, py::arg("input_shapes") = py::none(),
+        py::arg("max_partition_prims") = 64, py::arg("time_limit") = 60.0, py::arg("machine") = py::none(),
         "Import an ONNX model and find its optimal kernel orchestration.");
-  m.def("load_plan", &py_load_plan, py::arg("model_path"), py::arg("plan_path"),
-        py::arg("input_shapes") = py::none(),
+  m.def("load_plan", &py_load_plan, py::arg("model_path"), py::arg("plan_path"), py::arg("input_shapes") = py::none(),
         "Import a model and load a plan file for it (korch.Error if the plan was made for another model).");
   m.def(
       "read_tensor",

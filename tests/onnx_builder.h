@@ -70,15 +70,18 @@ class OnnxBuilder {
   std::string bytes() const { return model_.SerializeAsString(); }
 
  private:
-  static void value_info(onnx::ValueInfoProto* vi, const std::string& name, const std::vector<int64_t>& dims, int elem) {
+  static void value_info(onnx::ValueInfoProto* vi, const std::string& name, const std::vector<int64_t>& dims,
+                         int elem) {
     vi->set_name(name);
     auto* tt = vi->mutable_type()->mutable_tensor_type();
     tt->set_elem_type(elem);
     auto* shape = tt->mutable_shape();
     for (int64_t d : dims) {
       auto* dim = shape->add_dim();
-      if (d < 0) dim->set_dim_param("N");
-      else dim->set_dim_value(d);
+      if (d < 0)
+        dim->set_dim_param("N");
+      else
+        dim->set_dim_value(d);
     }
   }
   onnx::ModelProto model_;

@@ -9,13 +9,12 @@
  * the first run it prints `ready`, then runs once per line read from stdin (until EOF or `quit`)
  * and prints each run's wall time in milliseconds. */
 #define _POSIX_C_SOURCE 200809L
+#include <korch_model.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-#include <korch_model.h>
 
 static int read_raw(const char* path, void* data, int64_t bytes) {
   FILE* f = fopen(path, "rb");
@@ -74,18 +73,25 @@ int main(int argc, char** argv) {
   const char* input_files[64];
   int n_input_files = 0, threads = 0, serve_mode = 0;
   for (int i = 1; i < argc; ++i) {
-    if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
-    else if (!strcmp(argv[i], "--input") && i + 1 < argc && n_input_files < 64) input_files[n_input_files++] = argv[++i];
-    else if (!strcmp(argv[i], "--output-dir") && i + 1 < argc) out_dir = argv[++i];
-    else if (!strcmp(argv[i], "--serve")) serve_mode = 1;
-    else if (!package && argv[i][0] != '-') package = argv[i];
+    if (!strcmp(argv[i], "--threads") && i + 1 < argc)
+      threads = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--input") && i + 1 < argc && n_input_files < 64)
+      input_files[n_input_files++] = argv[++i];
+    else if (!strcmp(argv[i], "--output-dir") && i + 1 < argc)
+      out_dir = argv[++i];
+    else if (!strcmp(argv[i], "--serve"))
+      serve_mode = 1;
+    else if (!package && argv[i][0] != '-')
+      package = argv[i];
     else {
-      fprintf(stderr, "usage: %s PACKAGE_DIR [--threads N] [--input FILE.bin ...] [--output-dir DIR] [--serve]\n", argv[0]);
+      fprintf(stderr, "usage: %s PACKAGE_DIR [--threads N] [--input FILE.bin ...] [--output-dir DIR] [--serve]\n",
+              argv[0]);
       return 2;
     }
   }
   if (!package) {
-    fprintf(stderr, "usage: %s PACKAGE_DIR [--threads N] [--input FILE.bin ...] [--output-dir DIR] [--serve]\n", argv[0]);
+    fprintf(stderr, "usage: %s PACKAGE_DIR [--threads N] [--input FILE.bin ...] [--output-dir DIR] [--serve]\n",
+            argv[0]);
     return 2;
   }
   char err[1024];

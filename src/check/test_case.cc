@@ -4,9 +4,8 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <iomanip>
-
 #include <fstream>
+#include <iomanip>
 #include <set>
 
 #include "frontend/onnx_tensor.h"
@@ -60,7 +59,8 @@ std::vector<DataSet> load_data_sets(const std::string& case_dir) {
   if (!fs::is_directory(case_dir)) fail("'", case_dir, "' is not a directory");
   std::vector<std::string> dirs;
   for (const auto& e : fs::directory_iterator(case_dir))
-    if (e.is_directory() && e.path().filename().string().rfind("test_data_set_", 0) == 0) dirs.push_back(e.path().string());
+    if (e.is_directory() && e.path().filename().string().rfind("test_data_set_", 0) == 0)
+      dirs.push_back(e.path().string());
   std::sort(dirs.begin(), dirs.end());
   if (dirs.empty()) fail("'", case_dir, "' has no test_data_set_* folder");
   std::vector<DataSet> sets;
@@ -133,10 +133,11 @@ bool check_case(const std::string& case_dir, const ImportOptions& options, const
     for (size_t i = 0; i < actual.size(); ++i) {
       Comparison c = compare_tensors(actual[i], ds.outputs[i], tol);
       os << "  " << fs::path(ds.dir).filename().string() << " output '" << model.output_names[i] << "': ";
-      if (!c.problem.empty()) os << c.problem;
+      if (!c.problem.empty())
+        os << c.problem;
       else
-        os << std::scientific << std::setprecision(3) << "max abs " << c.max_abs_error << ", max rel " << c.max_rel_error
-           << std::defaultfloat << ", " << c.mismatches << " mismatches";
+        os << std::scientific << std::setprecision(3) << "max abs " << c.max_abs_error << ", max rel "
+           << c.max_rel_error << std::defaultfloat << ", " << c.mismatches << " mismatches";
       os << (c.pass ? "  PASS" : "  FAIL") << "\n";
       pass = pass && c.pass;
     }

@@ -31,8 +31,10 @@ MachineFigures load_machine_figures(const std::string& path) {
 }
 
 void save_machine_figures(const MachineFigures& m, const std::string& path) {
-  nlohmann::json j = {{"bandwidth_gbs", m.bandwidth_gbs}, {"gemm_gflops", m.gemm_gflops},
-                      {"vector_gops", m.vector_gops},     {"kernel_overhead_us", m.kernel_overhead_us},
+  nlohmann::json j = {{"bandwidth_gbs", m.bandwidth_gbs},
+                      {"gemm_gflops", m.gemm_gflops},
+                      {"vector_gops", m.vector_gops},
+                      {"kernel_overhead_us", m.kernel_overhead_us},
                       {"threads", m.threads}};
   std::filesystem::path p(path);
   if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path());

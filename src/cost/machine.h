@@ -6,12 +6,12 @@
 namespace korch {
 
 struct MachineFigures {
-  double bandwidth_gbs = 23.8;        // memory bandwidth, all threads (triad)
-  double gemm_gflops = 184.0;         // oneDNN fp32 matmul
-  double vector_gops = 32.0;          // simple elementwise operations per second (x1e9)
-  double kernel_overhead_us = 2.0;    // fixed cost of launching one kernel
+  double bandwidth_gbs = 23.8;      // memory bandwidth, all threads (triad)
+  double gemm_gflops = 184.0;       // oneDNN fp32 matmul
+  double vector_gops = 32.0;        // simple elementwise operations per second (x1e9)
+  double kernel_overhead_us = 2.0;  // fixed cost of launching one kernel
   int threads = 2;
-  std::string source = "defaults";    // where the figures came from
+  std::string source = "defaults";  // where the figures came from
 };
 
 MachineFigures load_machine_figures(const std::string& path);  // throws korch::Error on a bad file

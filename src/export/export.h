@@ -21,7 +21,7 @@ namespace korch {
 
 struct ExportOptions {
   std::string out_dir;
-  int threads = 2;  // the package's default thread count (korch_create(dir, 0, ...))
+  int threads = 2;         // the package's default thread count (korch_create(dir, 0, ...))
   std::string source_dir;  // korch's source tree (runtime sources are copied from it); empty: built-in default
 };
 

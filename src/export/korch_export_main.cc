@@ -12,7 +12,8 @@ int main(int argc, char** argv) {
   std::vector<std::string> shapes;
   int threads = 2;
   auto usage = [] {
-    std::cerr << "usage: korch-export MODEL.onnx --plan plan.json -o OUTDIR [--threads N] [--input-shape NAME=D0,...]\n";
+    std::cerr
+        << "usage: korch-export MODEL.onnx --plan plan.json -o OUTDIR [--threads N] [--input-shape NAME=D0,...]\n";
     return 2;
   };
   for (int i = 1; i < argc; ++i) {
@@ -22,13 +23,20 @@ int main(int argc, char** argv) {
       return argv[++i];
     };
     try {
-      if (a == "--plan") plan = value();
-      else if (a == "-o" || a == "--output") out = value();
-      else if (a == "--threads") threads = std::stoi(value());
-      else if (a == "--input-shape") shapes.push_back(value());
-      else if (!a.empty() && a[0] == '-') return usage();
-      else if (model.empty()) model = a;
-      else return usage();
+      if (a == "--plan")
+        plan = value();
+      else if (a == "-o" || a == "--output")
+        out = value();
+      else if (a == "--threads")
+        threads = std::stoi(value());
+      else if (a == "--input-shape")
+        shapes.push_back(value());
+      else if (!a.empty() && a[0] == '-')
+        return usage();
+      else if (model.empty())
+        model = a;
+      else
+        return usage();
     } catch (const std::exception& e) {
       std::cerr << "error: " << e.what() << "\n";
       return 2;

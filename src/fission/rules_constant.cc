@@ -12,7 +12,9 @@ namespace korch {
 
 namespace {
 
-TensorData ints_tensor(const std::vector<int64_t>& v) { return TensorData::from_i64(DType::I64, {static_cast<int64_t>(v.size())}, v); }
+TensorData ints_tensor(const std::vector<int64_t>& v) {
+  return TensorData::from_i64(DType::I64, {static_cast<int64_t>(v.size())}, v);
+}
 
 }  // namespace
 
@@ -69,8 +71,10 @@ void register_constant_rules() {
     if (n > (int64_t{1} << 31)) c.error("range is too long");
     TensorData out(t, {n});
     for (int64_t i = 0; i < n; ++i) {
-      if (is_floating(t)) out.set_f64(i, s + static_cast<double>(i) * delta);
-      else out.set_i64(i, start.get_i64(0) + i * c.constant_input(2).get_i64(0));
+      if (is_floating(t))
+        out.set_f64(i, s + static_cast<double>(i) * delta);
+      else
+        out.set_i64(i, start.get_i64(0) + i * c.constant_input(2).get_i64(0));
     }
     c.set_output(0, c.constant(std::move(out)));
   });
@@ -103,8 +107,10 @@ void register_constant_rules() {
         }
         off += v * dst[d];
       }
-      if (is_floating(out.dtype())) out.set_f64(i, data.get_f64(off));
-      else out.set_i64(i, data.get_i64(off));
+      if (is_floating(out.dtype()))
+        out.set_f64(i, data.get_f64(off));
+      else
+        out.set_i64(i, data.get_i64(off));
     }
     c.set_output(0, c.constant(std::move(out)));
   });
@@ -141,7 +147,8 @@ void register_constant_rules() {
         }
       }
       TensorId flat = c.reshape(updates, {n * slice});
-      TensorId gathered = c.emit(PrimOp::Gather, {flat, c.constant(std::move(source))}, Attrs().set("axis", int64_t{0}));
+      TensorId gathered =
+          c.emit(PrimOp::Gather, {flat, c.constant(std::move(source))}, Attrs().set("axis", int64_t{0}));
       TensorId mask = c.reshape(c.constant(std::move(written)), ds);
       c.set_output(0, c.emit(PrimOp::Where, {mask, c.reshape(gathered, ds), data}));
       return;

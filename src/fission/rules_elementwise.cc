@@ -99,7 +99,8 @@ void register_elementwise_rules() {
     // training_mode with ratio 0 (what torch exports for p=0 Dropout) is still the identity.
     bool training = c.has_input(2) && c.constant_ints(2).at(0) != 0;
     double ratio = c.has_input(1) ? c.constant_floats(1).at(0) : c.attr_f("ratio", 0.5);
-    if (training && ratio != 0.0) c.error("training_mode=true with ratio ", ratio, " is not supported (inference only)");
+    if (training && ratio != 0.0)
+      c.error("training_mode=true with ratio ", ratio, " is not supported (inference only)");
     if (c.attr_i("is_test", 1) == 0 && c.opset() < 7) c.error("training-mode Dropout is not supported");
     TensorId x = c.input(0);
     c.set_output(0, x);

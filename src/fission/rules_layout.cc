@@ -23,7 +23,8 @@ TensorId slice(FissionContext& c, TensorId x, const std::vector<int64_t>& starts
   std::vector<int64_t> axes = axes_in;
   if (axes.empty())
     for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
-  if (starts.size() != ends.size() || starts.size() != axes.size() || (!steps_in.empty() && steps_in.size() != axes.size()))
+  if (starts.size() != ends.size() || starts.size() != axes.size() ||
+      (!steps_in.empty() && steps_in.size() != axes.size()))
     c.error("starts, ends, axes and steps have different lengths");
   std::vector<int64_t> st(rank, 0), stp(rank, 1), sizes = s;
   std::vector<char> seen(rank, 0);
@@ -75,7 +76,8 @@ void resize_common(FissionContext& c, TensorId x, std::vector<double> scales, st
       scales[i] = s[i] == 0 ? 1.0 : static_cast<double>(sizes[i]) / static_cast<double>(s[i]);
     }
   } else {
-    if (static_cast<int64_t>(scales.size()) != rank) c.error("scales must have one entry per dimension (got ", scales.size(), ")");
+    if (static_cast<int64_t>(scales.size()) != rank)
+      c.error("scales must have one entry per dimension (got ", scales.size(), ")");
     sizes.resize(rank);
     for (int64_t i = 0; i < rank; ++i) {
       if (!(scales[i] > 0) || !std::isfinite(scales[i])) c.error("scales must be positive and finite");
@@ -116,7 +118,8 @@ void depth_space_rule(const std::string& op_type, bool to_space) {
       if (ch % (b * b)) c.error("channels ", ch, " not divisible by blocksize^2");
       bool crd = c.attr_s("mode", "DCR") == "CRD";
       TensorId r = crd ? c.reshape(x, {n, ch / (b * b), b, b, h, w}) : c.reshape(x, {n, b, b, ch / (b * b), h, w});
-      TensorId t = transpose(c, r, crd ? std::vector<int64_t>{0, 1, 4, 2, 5, 3} : std::vector<int64_t>{0, 3, 4, 1, 5, 2});
+      TensorId t =
+          transpose(c, r, crd ? std::vector<int64_t>{0, 1, 4, 2, 5, 3} : std::vector<int64_t>{0, 3, 4, 1, 5, 2});
       c.set_output(0, c.reshape(t, {n, ch / (b * b), h * b, w * b}));
     } else {
       if (h % b || w % b) c.error("spatial size not divisible by blocksize");
@@ -135,7 +138,8 @@ void register_layout_rules() {
     std::vector<int64_t> perm = c.attr_ints("perm");
     if (perm.empty())
       for (int64_t i = c.rank(x) - 1; i >= 0; --i) perm.push_back(i);
-    if (static_cast<int64_t>(perm.size()) != c.rank(x)) c.error("perm has ", perm.size(), " entries for rank ", c.rank(x));
+    if (static_cast<int64_t>(perm.size()) != c.rank(x))
+      c.error("perm has ", perm.size(), " entries for rank ", c.rank(x));
     for (int64_t& p : perm) p = normalize_axis(p, c.rank(x));
     c.set_output(0, transpose(c, x, perm));
   });
@@ -328,7 +332,8 @@ void register_layout_rules() {
     }
     if (c.has_attr("axes")) c.error("the 'axes' attribute (opset 18) is not supported");
     if (c.attr_i("antialias", 0)) c.error("antialias is not supported");
-    if (c.attr_s("keep_aspect_ratio_policy", "stretch") != "stretch") c.error("keep_aspect_ratio_policy is not supported");
+    if (c.attr_s("keep_aspect_ratio_policy", "stretch") != "stretch")
+      c.error("keep_aspect_ratio_policy is not supported");
     std::string coord = c.opset() < 11 ? "asymmetric" : c.attr_s("coordinate_transformation_mode", default_coord);
     resize_common(c, x, scales, sizes, roi, c.attr_s("mode", "nearest"), coord,
                   c.attr_s("nearest_mode", c.opset() < 11 ? "floor" : "round_prefer_floor"));

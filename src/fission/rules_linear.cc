@@ -19,14 +19,16 @@ SpatialAttrs spatial_attrs(FissionContext& c, const Shape& x, const std::vector<
   size_t nsp = x.size() - 2;
   SpatialAttrs a;
   a.kernel = kernel;
-  if (a.kernel.size() != nsp) c.error("kernel_shape has ", a.kernel.size(), " entries, input has ", nsp, " spatial dims");
+  if (a.kernel.size() != nsp)
+    c.error("kernel_shape has ", a.kernel.size(), " entries, input has ", nsp, " spatial dims");
   a.strides = c.attr_ints("strides", std::vector<int64_t>(nsp, 1));
   a.dilations = c.attr_ints("dilations", std::vector<int64_t>(nsp, 1));
   a.pads = c.attr_ints("pads", std::vector<int64_t>(2 * nsp, 0));
   if (a.strides.size() != nsp || a.dilations.size() != nsp || a.pads.size() != 2 * nsp)
     c.error("strides/dilations/pads do not match ", nsp, " spatial dims");
   for (size_t i = 0; i < nsp; ++i)
-    if (a.strides[i] <= 0 || a.dilations[i] <= 0 || a.kernel[i] <= 0) c.error("non-positive stride, dilation or kernel");
+    if (a.strides[i] <= 0 || a.dilations[i] <= 0 || a.kernel[i] <= 0)
+      c.error("non-positive stride, dilation or kernel");
   std::string auto_pad = c.attr_s("auto_pad", "NOTSET");
   if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
     for (size_t i = 0; i < nsp; ++i) {
@@ -48,7 +50,8 @@ SpatialAttrs spatial_attrs(FissionContext& c, const Shape& x, const std::vector<
 TensorId add_channel_bias(FissionContext& c, TensorId y, TensorId bias) {
   Shape bshape(c.rank(y) - 1, 1);
   bshape[0] = c.shape(y)[1];
-  if (num_elements(c.shape(bias)) != bshape[0]) c.error("bias has ", num_elements(c.shape(bias)), " values for ", bshape[0], " channels");
+  if (num_elements(c.shape(bias)) != bshape[0])
+    c.error("bias has ", num_elements(c.shape(bias)), " values for ", bshape[0], " channels");
   return c.binary(PrimOp::Add, y, c.reshape(bias, bshape));
 }
 
@@ -130,7 +133,8 @@ void register_linear_rules() {
     std::vector<int64_t> pads = c.attr_ints("pads", std::vector<int64_t>(2 * nsp, 0));
     std::vector<int64_t> out_shape = c.attr_ints("output_shape");
     std::string auto_pad = c.attr_s("auto_pad", "NOTSET");
-    if (kernel.size() != nsp || strides.size() != nsp || dil.size() != nsp || out_pad.size() != nsp || pads.size() != 2 * nsp)
+    if (kernel.size() != nsp || strides.size() != nsp || dil.size() != nsp || out_pad.size() != nsp ||
+        pads.size() != 2 * nsp)
       c.error("attribute lengths do not match ", nsp, " spatial dims");
     if (out_shape.size() == nsp + 2) out_shape.erase(out_shape.begin(), out_shape.begin() + 2);
     if (out_shape.empty() && (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER"))
@@ -164,7 +168,11 @@ void register_linear_rules() {
     int64_t group = c.attr_i("group", 1);
     if (group <= 0 || xs[1] % group) c.error("channels not divisible by group");
     Attrs attrs;
-    attrs.set("strides", strides).set("pads", pads).set("dilations", dil).set("group", group).set("out_spatial", out_spatial);
+    attrs.set("strides", strides)
+        .set("pads", pads)
+        .set("dilations", dil)
+        .set("group", group)
+        .set("out_spatial", out_spatial);
     TensorId y = c.emit(PrimOp::ConvTranspose, {x, w}, attrs);
     if (c.has_input(2)) y = add_channel_bias(c, y, c.input(2));
     c.set_output(0, y);

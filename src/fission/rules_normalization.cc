@@ -36,7 +36,8 @@ TensorId std_dev(FissionContext& c, TensorId var, double eps) {
 
 void register_normalization_rules() {
   register_fission_rule("BatchNormalization", [](FissionContext& c) {
-    if (c.attr_i("training_mode", 0) != 0 || c.wants_output(1)) c.error("training mode is not supported (inference only)");
+    if (c.attr_i("training_mode", 0) != 0 || c.wants_output(1))
+      c.error("training mode is not supported (inference only)");
     TensorId x = c.input(0);
     if (c.rank(x) < 2) c.error("input must have rank >= 2");
     int64_t ch = c.shape(x)[1];
@@ -89,8 +90,8 @@ void register_normalization_rules() {
       int64_t n = num_elements(c.shape(p));
       if (n == ch) return c.reshape(p, channel_shape(static_cast<int64_t>(s.size()), ch));
       if (n != groups) c.error("scale/bias must have num_groups or C entries");
-      TensorId spread = c.emit(PrimOp::Broadcast, {c.reshape(p, {groups, 1})},
-                               Attrs().set("shape", Shape{groups, ch / groups}));
+      TensorId spread =
+          c.emit(PrimOp::Broadcast, {c.reshape(p, {groups, 1})}, Attrs().set("shape", Shape{groups, ch / groups}));
       return c.reshape(spread, channel_shape(static_cast<int64_t>(s.size()), ch));
     };
     y = c.binary(PrimOp::Mul, y, per_channel(c.input(1)));

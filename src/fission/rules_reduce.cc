@@ -12,8 +12,10 @@ namespace {
 // all axes unless noop_with_empty_axes is set (then *noop is set).
 std::vector<int64_t> reduce_axes(FissionContext& c, TensorId x, bool* noop) {
   std::vector<int64_t> axes;
-  if (c.has_input(1)) axes = c.constant_ints(1);
-  else axes = c.attr_ints("axes");
+  if (c.has_input(1))
+    axes = c.constant_ints(1);
+  else
+    axes = c.attr_ints("axes");
   *noop = false;
   if (axes.empty()) {
     if (c.attr_i("noop_with_empty_axes", 0)) *noop = true;

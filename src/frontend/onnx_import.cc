@@ -31,8 +31,10 @@ int default_domain_opset(const onnx::ModelProto& model) {
   for (const auto& o : model.opset_import())
     if (o.domain().empty() || o.domain() == "ai.onnx") opset = static_cast<int>(o.version());
   if (opset < 0) {
-    if (model.opset_import_size() == 0) opset = 1;
-    else fail("the model imports no opset of the default ONNX domain");
+    if (model.opset_import_size() == 0)
+      opset = 1;
+    else
+      fail("the model imports no opset of the default ONNX domain");
   }
   if (opset < kMinOpset || opset > kMaxOpset)
     fail("the model uses opset ", opset, "; korch supports opsets ", kMinOpset, " to ", kMaxOpset,
@@ -55,7 +57,8 @@ Shape input_shape(const onnx::ValueInfoProto& vi, const ImportOptions& options) 
     }
     return it->second;
   }
-  if (!tt.has_shape()) fail("input '", vi.name(), "' has no shape; fix it with --input-shape ", vi.name(), "=D0,D1,...");
+  if (!tt.has_shape())
+    fail("input '", vi.name(), "' has no shape; fix it with --input-shape ", vi.name(), "=D0,D1,...");
   Shape s;
   for (int i = 0; i < tt.shape().dim_size(); ++i) {
     const auto& d = tt.shape().dim(i);
@@ -114,7 +117,8 @@ ImportedModel import_onnx_model(const onnx::ModelProto& model, const std::string
 
   for (const auto& init : graph.initializer()) {
     if (init.name().empty()) fail("an initializer has no name");
-    auto value = std::make_shared<const TensorData>(tensor_from_proto(init, base_dir, "initializer '" + init.name() + "'"));
+    auto value =
+        std::make_shared<const TensorData>(tensor_from_proto(init, base_dir, "initializer '" + init.name() + "'"));
     if (is_floating(value->dtype())) result.num_parameters += value->size();
     names[init.name()] = g.add_constant(init.name(), std::move(value));
   }
@@ -146,8 +150,8 @@ ImportedModel import_onnx_model(const onnx::ModelProto& model, const std::string
     result.op_histogram[node.op_type()]++;
     const FissionRule* rule = find_fission_rule(node.op_type());
     if (!rule)
-      fail("node '", label, "': operator ", node.op_type(), " is not supported; supported operators: ",
-           join(supported_onnx_ops(), " "));
+      fail("node '", label, "': operator ", node.op_type(),
+           " is not supported; supported operators: ", join(supported_onnx_ops(), " "));
     std::vector<TensorId> inputs;
     for (const std::string& in : node.input()) {
       if (in.empty()) {
@@ -157,7 +161,8 @@ ImportedModel import_onnx_model(const onnx::ModelProto& model, const std::string
       auto it = names.find(in);
       if (it == names.end())
         fail("node '", label, "' (", node.op_type(), ") reads tensor '", in,
-             "', which is neither a graph input, an initializer nor an earlier node's output (missing initializer or nodes out of order)");
+             "', which is neither a graph input, an initializer nor an earlier node's output (missing initializer or "
+             "nodes out of order)");
       inputs.push_back(it->second);
     }
     int32_t origin = g.add_origin(OpOrigin{label, node.op_type()});

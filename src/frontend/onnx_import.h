@@ -26,8 +26,8 @@ struct ImportedModel {
   PrimGraph graph;
   int opset = 0;
   std::string producer;
-  std::map<std::string, int> op_histogram;  // ONNX op_type -> count
-  int64_t num_parameters = 0;               // elements in floating-point initializers
+  std::map<std::string, int> op_histogram;             // ONNX op_type -> count
+  int64_t num_parameters = 0;                          // elements in floating-point initializers
   std::vector<std::string> input_names, output_names;  // graph inputs left unbound; outputs
 };
 

@@ -23,7 +23,8 @@ DType dtype_from_onnx(int t, const std::string& what) {
   std::string name = onnx::TensorProto::DataType_IsValid(t)
                          ? onnx::TensorProto::DataType_Name(static_cast<onnx::TensorProto::DataType>(t))
                          : std::to_string(t);
-  fail(what, " has element type ", name, ", which korch does not support (supported: float, double, int64, int32, int8, uint8, bool)");
+  fail(what, " has element type ", name,
+       ", which korch does not support (supported: float, double, int64, int32, int8, uint8, bool)");
 }
 
 int dtype_to_onnx(DType t) {
@@ -46,9 +47,12 @@ std::string read_external(const onnx::TensorProto& proto, const std::string& bas
   std::string location;
   int64_t offset = 0, length = -1;
   for (const auto& kv : proto.external_data()) {
-    if (kv.key() == "location") location = kv.value();
-    else if (kv.key() == "offset") offset = std::stoll(kv.value());
-    else if (kv.key() == "length") length = std::stoll(kv.value());
+    if (kv.key() == "location")
+      location = kv.value();
+    else if (kv.key() == "offset")
+      offset = std::stoll(kv.value());
+    else if (kv.key() == "length")
+      length = std::stoll(kv.value());
   }
   if (location.empty()) fail(what, ": external data without a location");
   if (location.find("..") != std::string::npos || (!location.empty() && location[0] == '/'))
@@ -60,7 +64,8 @@ std::string read_external(const onnx::TensorProto& proto, const std::string& bas
   int64_t file_size = f.tellg();
   if (length < 0) length = file_size - offset;
   if (offset < 0 || offset + length > file_size)
-    fail(what, ": external data range [", offset, ", ", offset + length, ") exceeds file '", path, "' of ", file_size, " bytes");
+    fail(what, ": external data range [", offset, ", ", offset + length, ") exceeds file '", path, "' of ", file_size,
+         " bytes");
   if (static_cast<size_t>(length) != expected)
     fail(what, ": external data has ", length, " bytes, expected ", expected);
   std::string bytes(length, '\0');
@@ -88,7 +93,8 @@ TensorData tensor_from_proto(const onnx::TensorProto& proto, const std::string& 
   }
   if (proto.has_raw_data()) {
     if (proto.raw_data().size() != bytes)
-      fail(what, ": raw_data has ", proto.raw_data().size(), " bytes, expected ", bytes, " for ", dtype_name(dtype), shape_str(shape));
+      fail(what, ": raw_data has ", proto.raw_data().size(), " bytes, expected ", bytes, " for ", dtype_name(dtype),
+           shape_str(shape));
     TensorData t(dtype, shape);
     if (bytes) std::memcpy(t.raw(), proto.raw_data().data(), bytes);
     return t;

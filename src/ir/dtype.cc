@@ -71,8 +71,7 @@ std::string shape_str(const Shape& shape) {
 
 std::vector<int64_t> strides_of(const Shape& shape) {
   std::vector<int64_t> strides(shape.size(), 1);
-  for (int64_t i = static_cast<int64_t>(shape.size()) - 2; i >= 0; --i)
-    strides[i] = strides[i + 1] * shape[i + 1];
+  for (int64_t i = static_cast<int64_t>(shape.size()) - 2; i >= 0; --i) strides[i] = strides[i + 1] * shape[i + 1];
   return strides;
 }
 

@@ -46,8 +46,7 @@ Shape pool_output_shape(const Shape& in, const Attrs& a) {
 
 Shape matmul_shape(const Shape& a, const Shape& b) {
   if (a.size() < 2 || b.size() < 2) fail("MatMul primitive needs rank >= 2 operands");
-  if (a[a.size() - 1] != b[b.size() - 2])
-    fail("MatMul inner dimensions differ: ", shape_str(a), " x ", shape_str(b));
+  if (a[a.size() - 1] != b[b.size() - 2]) fail("MatMul inner dimensions differ: ", shape_str(a), " x ", shape_str(b));
   Shape batch = broadcast_shapes(Shape(a.begin(), a.end() - 2), Shape(b.begin(), b.end() - 2));
   batch.push_back(a[a.size() - 2]);
   batch.push_back(b[b.size() - 1]);
@@ -56,8 +55,7 @@ Shape matmul_shape(const Shape& a, const Shape& b) {
 
 }  // namespace
 
-void infer_primitive(PrimOp op, const std::vector<const TensorInfo*>& in, const Attrs& a, DType* dtype,
-                     Shape* shape) {
+void infer_primitive(PrimOp op, const std::vector<const TensorInfo*>& in, const Attrs& a, DType* dtype, Shape* shape) {
   PrimKind kind = prim_kind(op);
   if (kind == PrimKind::Elementwise) {
     Shape s = in[0]->shape;
@@ -99,8 +97,10 @@ void infer_primitive(PrimOp op, const std::vector<const TensorInfo*>& in, const 
         bool reduced = std::find(axes.begin(), axes.end(), i) != axes.end();
         if (reduced && x[i] == 0 && (op == PrimOp::ReduceMax || op == PrimOp::ReduceMin))
           fail("cannot take max/min over an empty axis");
-        if (!reduced) out.push_back(x[i]);
-        else if (keep) out.push_back(1);
+        if (!reduced)
+          out.push_back(x[i]);
+        else if (keep)
+          out.push_back(1);
       }
       for (int64_t ax : axes) KORCH_CHECK(ax >= 0 && ax < rank, "reduce axis ", ax);
       *shape = out;
@@ -111,16 +111,17 @@ void infer_primitive(PrimOp op, const std::vector<const TensorInfo*>& in, const 
       int64_t axis = a.i("axis");
       KORCH_CHECK(axis >= 0 && axis < rank);
       Shape out = x;
-      if (a.i("keepdims")) out[axis] = 1;
-      else out.erase(out.begin() + axis);
+      if (a.i("keepdims"))
+        out[axis] = 1;
+      else
+        out.erase(out.begin() + axis);
       *shape = out;
       *dtype = DType::I64;
       return;
     }
     case PrimOp::Broadcast: {
       const auto& target = a.ints("shape");
-      if (broadcast_shapes(x, target) != target)
-        fail("cannot broadcast ", shape_str(x), " to ", shape_str(target));
+      if (broadcast_shapes(x, target) != target) fail("cannot broadcast ", shape_str(x), " to ", shape_str(target));
       *shape = target;
       return;
     }
@@ -139,8 +140,7 @@ void infer_primitive(PrimOp op, const std::vector<const TensorInfo*>& in, const 
     }
     case PrimOp::Reshape: {
       const auto& target = a.ints("shape");
-      if (num_elements(target) != num_elements(x))
-        fail("cannot reshape ", shape_str(x), " to ", shape_str(target));
+      if (num_elements(target) != num_elements(x)) fail("cannot reshape ", shape_str(x), " to ", shape_str(target));
       *shape = target;
       return;
     }
@@ -214,7 +214,8 @@ void infer_primitive(PrimOp op, const std::vector<const TensorInfo*>& in, const 
       const Shape& w = in[1]->shape;
       size_t nsp = w.size() - 2;
       int64_t group = a.i("group");
-      if (x.size() != w.size() || x.size() < 3) fail("Conv input ", shape_str(x), " and weight ", shape_str(w), " ranks differ");
+      if (x.size() != w.size() || x.size() < 3)
+        fail("Conv input ", shape_str(x), " and weight ", shape_str(w), " ranks differ");
       if (x[1] != w[1] * group) fail("Conv channels: input ", x[1], ", weight ", w[1], " x group ", group);
       if (w[0] % group) fail("Conv output channels not divisible by group");
       const auto& s = a.ints("strides");

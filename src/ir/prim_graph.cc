@@ -27,8 +27,7 @@ TensorId PrimGraph::add_constant(const std::string& name, ConstTensorPtr value) 
 TensorId PrimGraph::add_primitive(PrimOp op, std::vector<TensorId> inputs, Attrs attrs, int32_t origin,
                                   const std::string& output_name) {
   int arity = prim_arity(op);
-  KORCH_CHECK(arity < 0 || static_cast<int>(inputs.size()) == arity, prim_op_name(op), " takes ",
-              arity, " inputs");
+  KORCH_CHECK(arity < 0 || static_cast<int>(inputs.size()) == arity, prim_op_name(op), " takes ", arity, " inputs");
   std::vector<const TensorInfo*> infos;
   for (TensorId t : inputs) {
     KORCH_CHECK(t >= 0 && t < num_tensors(), "input tensor id ", t);

@@ -43,8 +43,8 @@ class PrimGraph {
   TensorId add_constant(const std::string& name, ConstTensorPtr value);
   // Appends a primitive; infers its output's dtype and shape. Inputs must exist already,
   // so insertion order is a topological order.
-  TensorId add_primitive(PrimOp op, std::vector<TensorId> inputs, Attrs attrs,
-                         int32_t origin = kNone, const std::string& output_name = "");
+  TensorId add_primitive(PrimOp op, std::vector<TensorId> inputs, Attrs attrs, int32_t origin = kNone,
+                         const std::string& output_name = "");
   int32_t add_origin(OpOrigin origin);
   void mark_output(TensorId t);
 
@@ -75,7 +75,7 @@ class PrimGraph {
 
 // Output dtype and shape of a primitive given its input tensors (throws korch::Error when
 // the attributes or input shapes are inconsistent).
-void infer_primitive(PrimOp op, const std::vector<const TensorInfo*>& inputs, const Attrs& attrs,
-                     DType* dtype, Shape* shape);
+void infer_primitive(PrimOp op, const std::vector<const TensorInfo*>& inputs, const Attrs& attrs, DType* dtype,
+                     Shape* shape);
 
 }  // namespace korch

@@ -56,20 +56,17 @@ double Attrs::f(const std::string& key) const {
 }
 const std::vector<int64_t>& Attrs::ints(const std::string& key) const {
   auto it = values_.find(key);
-  KORCH_CHECK(it != values_.end() && std::holds_alternative<std::vector<int64_t>>(it->second),
-              "ints attr ", key);
+  KORCH_CHECK(it != values_.end() && std::holds_alternative<std::vector<int64_t>>(it->second), "ints attr ", key);
   return std::get<std::vector<int64_t>>(it->second);
 }
 const std::vector<double>& Attrs::floats(const std::string& key) const {
   auto it = values_.find(key);
-  KORCH_CHECK(it != values_.end() && std::holds_alternative<std::vector<double>>(it->second),
-              "floats attr ", key);
+  KORCH_CHECK(it != values_.end() && std::holds_alternative<std::vector<double>>(it->second), "floats attr ", key);
   return std::get<std::vector<double>>(it->second);
 }
 const std::string& Attrs::s(const std::string& key) const {
   auto it = values_.find(key);
-  KORCH_CHECK(it != values_.end() && std::holds_alternative<std::string>(it->second), "string attr ",
-              key);
+  KORCH_CHECK(it != values_.end() && std::holds_alternative<std::string>(it->second), "string attr ", key);
   return std::get<std::string>(it->second);
 }
 

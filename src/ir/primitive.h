@@ -11,34 +11,27 @@ namespace korch {
 
 enum class PrimKind : uint8_t { Elementwise, Reduce, Broadcast, Layout, Window, Linear };
 
-#define KORCH_PRIM_OPS(X)                                                                  \
-  /* elementwise, unary */                                                                 \
-  X(Neg, Elementwise, 1) X(Abs, Elementwise, 1) X(Exp, Elementwise, 1) X(Log, Elementwise, 1) \
-  X(Sqrt, Elementwise, 1) X(Reciprocal, Elementwise, 1) X(Sin, Elementwise, 1)              \
-  X(Cos, Elementwise, 1) X(Tanh, Elementwise, 1) X(Sigmoid, Elementwise, 1)                 \
-  X(Erf, Elementwise, 1) X(Floor, Elementwise, 1) X(Ceil, Elementwise, 1)                   \
-  X(Round, Elementwise, 1) X(Sign, Elementwise, 1) X(Not, Elementwise, 1)                   \
-  X(Relu, Elementwise, 1) X(Cast, Elementwise, 1) X(Copy, Elementwise, 1)                   \
-  /* elementwise, binary (numpy broadcasting) */                                           \
-  X(Add, Elementwise, 2) X(Sub, Elementwise, 2) X(Mul, Elementwise, 2) X(Div, Elementwise, 2) \
-  X(Pow, Elementwise, 2) X(Max, Elementwise, 2) X(Min, Elementwise, 2) X(Mod, Elementwise, 2) \
-  X(Equal, Elementwise, 2) X(Less, Elementwise, 2) X(Greater, Elementwise, 2)               \
-  X(LessEqual, Elementwise, 2) X(GreaterEqual, Elementwise, 2) X(And, Elementwise, 2)       \
-  X(Or, Elementwise, 2) X(Xor, Elementwise, 2)                                              \
-  /* elementwise, ternary */                                                               \
-  X(Where, Elementwise, 3)                                                                  \
-  /* reduce: attrs axes (sorted, normalised), keepdims */                                  \
-  X(ReduceSum, Reduce, 1) X(ReduceMean, Reduce, 1) X(ReduceMax, Reduce, 1)                  \
-  X(ReduceMin, Reduce, 1) X(ReduceProd, Reduce, 1) X(ArgMax, Reduce, 1) X(ArgMin, Reduce, 1) \
-  /* broadcast: attr shape */                                                              \
-  X(Broadcast, Broadcast, 1)                                                                \
-  /* layout (index maps) */                                                                \
-  X(Transpose, Layout, 1) X(Reshape, Layout, 1) X(Slice, Layout, 1) X(Concat, Layout, -1)   \
-  X(Pad, Layout, 1) X(Gather, Layout, 2) X(Resize, Layout, 1)                               \
-  /* window */                                                                             \
-  X(MaxPool, Window, 1) X(AvgPool, Window, 1)                                               \
-  /* linear */                                                                             \
-  X(MatMul, Linear, 2) X(Conv, Linear, 2) X(ConvTranspose, Linear, 2)
+#define KORCH_PRIM_OPS(X)                                                                                              \
+  /* elementwise, unary */                                                                                             \
+  X(Neg, Elementwise, 1)                                                                                               \
+  X(Abs, Elementwise, 1) X(Exp, Elementwise, 1) X(Log, Elementwise, 1) X(Sqrt, Elementwise, 1)                         \
+      X(Reciprocal, Elementwise, 1) X(Sin, Elementwise, 1) X(Cos, Elementwise, 1) X(Tanh, Elementwise, 1)              \
+          X(Sigmoid, Elementwise, 1) X(Erf, Elementwise, 1) X(Floor, Elementwise, 1) X(Ceil, Elementwise, 1)           \
+              X(Round, Elementwise, 1) X(Sign, Elementwise, 1) X(Not, Elementwise, 1) X(Relu, Elementwise, 1)          \
+                  X(Cast, Elementwise, 1) X(Copy, Elementwise, 1) /* elementwise, binary (numpy broadcasting) */       \
+      X(Add, Elementwise, 2) X(Sub, Elementwise, 2) X(Mul, Elementwise, 2) X(Div, Elementwise, 2)                      \
+          X(Pow, Elementwise, 2) X(Max, Elementwise, 2) X(Min, Elementwise, 2) X(Mod, Elementwise, 2)                  \
+              X(Equal, Elementwise, 2) X(Less, Elementwise, 2) X(Greater, Elementwise, 2) X(LessEqual, Elementwise, 2) \
+                  X(GreaterEqual, Elementwise, 2) X(And, Elementwise, 2) X(Or, Elementwise, 2)                         \
+                      X(Xor, Elementwise, 2) /* elementwise, ternary */                                                \
+      X(Where, Elementwise, 3)               /* reduce: attrs axes (sorted, normalised), keepdims */                   \
+      X(ReduceSum, Reduce, 1) X(ReduceMean, Reduce, 1) X(ReduceMax, Reduce, 1) X(ReduceMin, Reduce, 1)                 \
+          X(ReduceProd, Reduce, 1) X(ArgMax, Reduce, 1) X(ArgMin, Reduce, 1) /* broadcast: attr shape */               \
+      X(Broadcast, Broadcast, 1)                                             /* layout (index maps) */                 \
+      X(Transpose, Layout, 1) X(Reshape, Layout, 1) X(Slice, Layout, 1) X(Concat, Layout, -1) X(Pad, Layout, 1)        \
+          X(Gather, Layout, 2) X(Resize, Layout, 1) /* window */                                                       \
+      X(MaxPool, Window, 1) X(AvgPool, Window, 1)   /* linear */                                                       \
+      X(MatMul, Linear, 2) X(Conv, Linear, 2) X(ConvTranspose, Linear, 2)
 
 enum class PrimOp : uint8_t {
 #define KORCH_ENUM(name, kind, arity) name,

@@ -9,16 +9,15 @@ namespace korch {
 
 namespace {
 
-std::string type_str(const TensorInfo& info) {
-  return str_cat(dtype_name(info.dtype), shape_str(info.shape));
-}
+std::string type_str(const TensorInfo& info) { return str_cat(dtype_name(info.dtype), shape_str(info.shape)); }
 
 std::string ref(TensorId t) { return str_cat("%", t); }
 
 }  // namespace
 
 void print_graph(std::ostream& os, const PrimGraph& g) {
-  for (TensorId t : g.inputs()) os << "input " << ref(t) << ":" << type_str(g.tensor(t)) << "  # " << g.tensor(t).name << "\n";
+  for (TensorId t : g.inputs())
+    os << "input " << ref(t) << ":" << type_str(g.tensor(t)) << "  # " << g.tensor(t).name << "\n";
   for (TensorId t = 0; t < g.num_tensors(); ++t)
     if (g.tensor(t).is_constant())
       os << "const " << ref(t) << ":" << type_str(g.tensor(t)) << "  # " << g.tensor(t).name << "\n";
@@ -56,16 +55,18 @@ void print_dot(std::ostream& os, const PrimGraph& g, const std::vector<int>& gro
     const char* colour = group_of_prim.empty()
                              ? kKindColours[static_cast<int>(prim_kind(prim.op))]
                              : kGroupColours[group_of_prim[p] % (sizeof(kGroupColours) / sizeof(char*))];
-    os << "  p" << p << " [shape=box, fillcolor=\"" << colour << "\", label=\"" << prim_op_name(prim.op)
-       << "\\n" << type_str(g.tensor(prim.output));
+    os << "  p" << p << " [shape=box, fillcolor=\"" << colour << "\", label=\"" << prim_op_name(prim.op) << "\\n"
+       << type_str(g.tensor(prim.output));
     if (!group_of_prim.empty()) os << "\\nkernel " << group_of_prim[p];
     os << "\"];\n";
   }
   for (PrimId p = 0; p < g.num_prims(); ++p) {
     for (TensorId t : g.prim(p).inputs) {
       const TensorInfo& info = g.tensor(t);
-      if (info.producer != kNone) os << "  p" << info.producer << " -> p" << p << ";\n";
-      else if (!info.is_constant()) os << "  t" << t << " -> p" << p << ";\n";
+      if (info.producer != kNone)
+        os << "  p" << info.producer << " -> p" << p << ";\n";
+      else if (!info.is_constant())
+        os << "  t" << t << " -> p" << p << ";\n";
     }
   }
   for (TensorId t : g.outputs()) {

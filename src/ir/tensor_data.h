@@ -21,9 +21,13 @@ class TensorData {
   void* raw() { return bytes_.data(); }
   const void* raw() const { return bytes_.data(); }
   template <typename T>
-  T* data() { return reinterpret_cast<T*>(bytes_.data()); }
+  T* data() {
+    return reinterpret_cast<T*>(bytes_.data());
+  }
   template <typename T>
-  const T* data() const { return reinterpret_cast<const T*>(bytes_.data()); }
+  const T* data() const {
+    return reinterpret_cast<const T*>(bytes_.data());
+  }
 
   // Element access converting through double / int64 (any dtype).
   double get_f64(int64_t i) const;

@@ -36,8 +36,8 @@ std::vector<std::string> verify_graph(const PrimGraph& g) {
         problems.push_back(str_cat("primitive ", p, " input id ", t, " out of range"));
         ok = false;
       } else if (!defined[t]) {
-        problems.push_back(str_cat("primitive ", p, " (", prim_op_name(prim.op), ") uses %", t,
-                                   " before it is defined"));
+        problems.push_back(
+            str_cat("primitive ", p, " (", prim_op_name(prim.op), ") uses %", t, " before it is defined"));
         ok = false;
       } else {
         ins.push_back(&g.tensor(t));

@@ -2,8 +2,8 @@
 #include "orchestrate/baselines.h"
 
 #include <algorithm>
-#include <map>
 #include <functional>
+#include <map>
 #include <numeric>
 
 namespace korch {
@@ -18,8 +18,10 @@ PrimGroups per_op_groups(const PrimGraph& g) {
   std::map<int32_t, std::vector<PrimId>> by_origin;
   PrimGroups groups;
   for (PrimId p = 0; p < g.num_prims(); ++p) {
-    if (g.prim(p).origin == kNone) groups.push_back({p});
-    else by_origin[g.prim(p).origin].push_back(p);
+    if (g.prim(p).origin == kNone)
+      groups.push_back({p});
+    else
+      by_origin[g.prim(p).origin].push_back(p);
   }
   for (auto& [origin, prims] : by_origin) groups.push_back(prims);
   return groups;

@@ -27,9 +27,8 @@ namespace {
 
 // Removes selected kernels nobody needs and duplicate producers of one tensor (keeps the cheapest).
 std::vector<int> prune(const SelectionProblem& problem, std::vector<int> chosen) {
-  std::sort(chosen.begin(), chosen.end(), [&](int a, int b) {
-    return problem.candidates[a].cost < problem.candidates[b].cost;
-  });
+  std::sort(chosen.begin(), chosen.end(),
+            [&](int a, int b) { return problem.candidates[a].cost < problem.candidates[b].cost; });
   std::vector<int> by_output(problem.num_tensors, -1);
   for (int k : chosen)
     if (by_output[problem.candidates[k].output] < 0) by_output[problem.candidates[k].output] = k;

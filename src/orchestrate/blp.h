@@ -14,23 +14,23 @@ namespace korch {
 struct SelectionProblem {
   struct Candidate {
     double cost = 0;
-    int output = -1;            // local tensor id it materialises
-    std::vector<int> needs;     // local tensor ids that must be materialised by others
-    std::vector<int> covers;    // local primitive ids it computes
+    int output = -1;          // local tensor id it materialises
+    std::vector<int> needs;   // local tensor ids that must be materialised by others
+    std::vector<int> covers;  // local primitive ids it computes
   };
   int num_tensors = 0;
   int num_prims = 0;
   std::vector<Candidate> candidates;
-  std::vector<int> required;    // local tensor ids
+  std::vector<int> required;  // local tensor ids
 };
 
 struct SelectionResult {
-  std::vector<int> chosen;      // candidate indices
+  std::vector<int> chosen;  // candidate indices
   double cost = 0;
-  double lower_bound = 0;       // best bound proven by the solver
+  double lower_bound = 0;  // best bound proven by the solver
   bool proven_optimal = false;
   double seconds = 0;
-  std::string status;           // "optimal", "time limit (gap x%)", ...
+  std::string status;  // "optimal", "time limit (gap x%)", ...
 };
 
 SelectionResult solve_selection_blp(const SelectionProblem& problem, const std::vector<int>& warm_start,

@@ -12,13 +12,14 @@
 namespace korch {
 
 struct CandidateOptions {
-  int max_prims = 8;            // primitives per candidate
-  int max_per_sink = 400;       // candidates grown from one sink
-  int max_linear = 1;           // Linear primitives per candidate
+  int max_prims = 8;       // primitives per candidate
+  int max_per_sink = 400;  // candidates grown from one sink
+  int max_linear = 1;      // Linear primitives per candidate
 };
 
 // Kernels of the partition (costs unset), deduplicated by primitive set.
-std::vector<Kernel> enumerate_candidates(const PrimGraph& g, const Partition& part, const CandidateOptions& options = {});
+std::vector<Kernel> enumerate_candidates(const PrimGraph& g, const Partition& part,
+                                         const CandidateOptions& options = {});
 
 constexpr int kMaxPartitionPrims = 128;
 

@@ -35,12 +35,12 @@ struct PartitionReport {
 struct OptimizeResult {
   Plan korch, greedy, per_op, per_primitive;
   std::vector<PartitionReport> partitions;
-  int num_candidates = 0;        // enumerated over unique partitions (after dedupe)
+  int num_candidates = 0;  // enumerated over unique partitions (after dedupe)
   int num_unique_partitions = 0;
-  int num_priced = 0;            // distinct kernel structures priced
-  int num_measured = 0;          // distinct kernel structures measured (lazy profiling)
-  int num_dropped = 0;           // candidates the backend could not implement or verify
-  int solve_rounds = 0;          // BLP solves over all partitions
+  int num_priced = 0;    // distinct kernel structures priced
+  int num_measured = 0;  // distinct kernel structures measured (lazy profiling)
+  int num_dropped = 0;   // candidates the backend could not implement or verify
+  int solve_rounds = 0;  // BLP solves over all partitions
   double solver_seconds = 0;
   double total_seconds = 0;
   bool all_optimal = true;

@@ -73,7 +73,8 @@ std::vector<Partition> partition_graph(const PrimGraph& g, const PartitionOption
   for (auto piece : sized) {
     if (!merged.empty() && piece.second - merged.back().first <= options.max_prims)
       merged.back().second = piece.second;
-    else merged.push_back(piece);
+    else
+      merged.push_back(piece);
   }
   std::vector<int> part_of(n);
   for (size_t i = 0; i < merged.size(); ++i)
@@ -92,7 +93,8 @@ std::vector<Partition> partition_graph(const PrimGraph& g, const PartitionOption
     }
     // Hash: structure plus which outputs are required (by position).
     uint64_t h = structural_hash(g, part.prims);
-    for (TensorId t : part.required) h = h * 1099511628211ULL + static_cast<uint64_t>(g.tensor(t).producer - part.prims[0] + 1);
+    for (TensorId t : part.required)
+      h = h * 1099511628211ULL + static_cast<uint64_t>(g.tensor(t).producer - part.prims[0] + 1);
     part.hash = h;
     parts.push_back(std::move(part));
   }

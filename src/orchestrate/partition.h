@@ -12,9 +12,9 @@
 namespace korch {
 
 struct Partition {
-  std::vector<PrimId> prims;             // a contiguous range of the graph's topological order
-  std::vector<TensorId> required;        // produced here and used later or a graph output
-  uint64_t hash = 0;                     // structural hash (same => same solution, by position)
+  std::vector<PrimId> prims;       // a contiguous range of the graph's topological order
+  std::vector<TensorId> required;  // produced here and used later or a graph output
+  uint64_t hash = 0;               // structural hash (same => same solution, by position)
 };
 
 struct PartitionOptions {

@@ -39,12 +39,14 @@ ArenaPlan plan_arena(const PrimGraph& g, const Plan& plan, const std::vector<int
       a.total_bytes += items.back().size;
     }
   // Largest first, first fit among tensors whose lifetimes overlap.
-  std::sort(items.begin(), items.end(), [](const Item& x, const Item& y) { return x.size > y.size || (x.size == y.size && x.t < y.t); });
+  std::sort(items.begin(), items.end(),
+            [](const Item& x, const Item& y) { return x.size > y.size || (x.size == y.size && x.t < y.t); });
   std::vector<Item> placed;
   for (const Item& it : items) {
     std::vector<std::pair<int64_t, int64_t>> busy;
     for (const Item& p : placed)
-      if (!(last[p.t] < first[it.t] || last[it.t] < first[p.t])) busy.emplace_back(a.offset[p.t], a.offset[p.t] + p.size);
+      if (!(last[p.t] < first[it.t] || last[it.t] < first[p.t]))
+        busy.emplace_back(a.offset[p.t], a.offset[p.t] + p.size);
     std::sort(busy.begin(), busy.end());
     int64_t off = 0;
     for (auto [lo, hi] : busy) {

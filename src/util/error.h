@@ -51,8 +51,8 @@ template <typename... Args>
 }  // namespace korch
 
 // Internal invariant: a violated one is a korch bug, reported as an Error rather than a crash.
-#define KORCH_CHECK(cond, ...)                                                                  \
-  do {                                                                                          \
-    if (!(cond)) ::korch::fail("internal check failed (", #cond, ") at ", __FILE__, ":", __LINE__, \
-                               ": ", ##__VA_ARGS__);                                           \
+#define KORCH_CHECK(cond, ...)                                                                                \
+  do {                                                                                                        \
+    if (!(cond))                                                                                              \
+      ::korch::fail("internal check failed (", #cond, ") at ", __FILE__, ":", __LINE__, ": ", ##__VA_ARGS__); \
   } while (0)

@@ -1,17 +1,16 @@
 /* Misuse of the exported C API must give clear errors, never crashes.
  * usage: api_misuse PACKAGE_DIR */
+#include <korch_model.h>
 #include <stdio.h>
 #include <string.h>
 
-#include <korch_model.h>
-
 static int failures = 0;
-#define EXPECT(cond, what)                                   \
-  do {                                                       \
-    if (!(cond)) {                                           \
+#define EXPECT(cond, what)                                     \
+  do {                                                         \
+    if (!(cond)) {                                             \
       fprintf(stderr, "FAIL: %s (line %d)\n", what, __LINE__); \
-      ++failures;                                            \
-    }                                                        \
+      ++failures;                                              \
+    }                                                          \
   } while (0)
 
 int main(int argc, char** argv) {
@@ -35,7 +34,8 @@ int main(int argc, char** argv) {
          "queries out of range");
   EXPECT(korch_input_shape(m, 0, NULL, 4) == -1, "shape into NULL");
   EXPECT(korch_input_shape(m, 0, NULL, 0) == korch_input_rank(m, 0), "rank via shape(NULL, 0)");
-  EXPECT(strcmp(korch_dtype_name(KORCH_F32), "f32") == 0 && strcmp(korch_dtype_name(42), "invalid") == 0, "dtype names");
+  EXPECT(strcmp(korch_dtype_name(KORCH_F32), "f32") == 0 && strcmp(korch_dtype_name(42), "invalid") == 0,
+         "dtype names");
   void* outs[8] = {0};
   EXPECT(korch_run(m, NULL, outs) == -1 && strstr(korch_last_error(m), "inputs"), "run(NULL inputs)");
   const void* ins[8] = {0};

@@ -1,11 +1,12 @@
 // Fission tests: rules produce the documented primitive structure, fold constants at import,
 // and compute what the ONNX operator means (checked against direct formulas). The per-op
 // oracle on random inputs is ONNX Runtime (tests/fission/make_random_op_cases.py).
+#include "fission/fission.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 
-#include "fission/fission.h"
 #include "frontend/onnx_import.h"
 #include "onnx_builder.h"
 #include "reference/reference.h"
@@ -24,16 +25,92 @@ int count_op(const PrimGraph& g, PrimOp op) {
 }
 
 TEST(Fission, RegistryCoversTheRequiredOperators) {
-  const char* required[] = {
-      "Abs", "Add", "And", "ArgMax", "AveragePool", "BatchNormalization", "Cast", "Ceil", "Clip", "Concat", "Constant",
-      "ConstantOfShape", "Conv", "ConvTranspose", "Cos", "DepthToSpace", "Div", "Dropout", "Elu", "Equal", "Erf", "Exp",
-      "Expand", "Flatten", "Floor", "Gather", "Gemm", "GlobalAveragePool", "GlobalMaxPool", "Greater", "HardSigmoid",
-      "HardSwish", "Identity", "InstanceNormalization", "LayerNormalization", "LeakyRelu", "Less", "Log", "LogSoftmax",
-      "MatMul", "Max", "MaxPool", "Mean", "Min", "Mod", "Mul", "Neg", "Not", "Pad", "Pow", "PRelu", "Range",
-      "Reciprocal", "ReduceL2", "ReduceMax", "ReduceMean", "ReduceMin", "ReduceProd", "ReduceSum", "ReduceSumSquare",
-      "Relu", "Reshape", "Resize", "Selu", "Shape", "Sigmoid", "Sign", "Sin", "Slice", "Softmax", "Softplus",
-      "Softsign", "SpaceToDepth", "Split", "Sqrt", "Squeeze", "Sub", "Sum", "Tanh", "Tile", "Transpose", "Unsqueeze",
-      "Upsample", "Where", "GroupNormalization", "Gelu"};
+  const char* required[] = {"Abs",
+                            "Add",
+                            "And",
+                            "ArgMax",
+                            "AveragePool",
+                            "BatchNormalization",
+                            "Cast",
+                            "Ceil",
+                            "Clip",
+                            "Concat",
+                            "Constant",
+                            "ConstantOfShape",
+                            "Conv",
+                            "ConvTranspose",
+                            "Cos",
+                            "DepthToSpace",
+                            "Div",
+                            "Dropout",
+                            "Elu",
+                            "Equal",
+                            "Erf",
+                            "Exp",
+                            "Expand",
+                            "Flatten",
+                            "Floor",
+                            "Gather",
+                            "Gemm",
+                            "GlobalAveragePool",
+                            "GlobalMaxPool",
+                            "Greater",
+                            "HardSigmoid",
+                            "HardSwish",
+                            "Identity",
+                            "InstanceNormalization",
+                            "LayerNormalization",
+                            "LeakyRelu",
+                            "Less",
+                            "Log",
+                            "LogSoftmax",
+                            "MatMul",
+                            "Max",
+                            "MaxPool",
+                            "Mean",
+                            "Min",
+                            "Mod",
+                            "Mul",
+                            "Neg",
+                            "Not",
+                            "Pad",
+                            "Pow",
+                            "PRelu",
+                            "Range",
+                            "Reciprocal",
+                            "ReduceL2",
+                            "ReduceMax",
+                            "ReduceMean",
+                            "ReduceMin",
+                            "ReduceProd",
+                            "ReduceSum",
+                            "ReduceSumSquare",
+                            "Relu",
+                            "Reshape",
+                            "Resize",
+                            "Selu",
+                            "Shape",
+                            "Sigmoid",
+                            "Sign",
+                            "Sin",
+                            "Slice",
+                            "Softmax",
+                            "Softplus",
+                            "Softsign",
+                            "SpaceToDepth",
+                            "Split",
+                            "Sqrt",
+                            "Squeeze",
+                            "Sub",
+                            "Sum",
+                            "Tanh",
+                            "Tile",
+                            "Transpose",
+                            "Unsqueeze",
+                            "Upsample",
+                            "Where",
+                            "GroupNormalization",
+                            "Gelu"};
   for (const char* op : required) EXPECT_NE(find_fission_rule(op), nullptr) << op;
   EXPECT_EQ(find_fission_rule("NoSuchOp"), nullptr);
 }
@@ -175,7 +252,8 @@ TEST(Fission, TileAndDepthToSpaceAreLayoutChains) {
       for (int w = 0; w < 3; ++w)
         for (int i = 0; i < 2; ++i)
           for (int j = 0; j < 2; ++j)
-            EXPECT_EQ(out[1].get_f64((c * 4 + h * 2 + i) * 6 + w * 2 + j), x.get_f64(((c * 4 + i * 2 + j) * 2 + h) * 3 + w));
+            EXPECT_EQ(out[1].get_f64((c * 4 + h * 2 + i) * 6 + w * 2 + j),
+                      x.get_f64(((c * 4 + i * 2 + j) * 2 + h) * 3 + w));
 }
 
 TEST(Fission, DropoutWithZeroRatioInTrainingModeIsIdentity) {

@@ -16,8 +16,8 @@ PrimGraph small_graph(int64_t n = 4) {
   TensorId w = g.add_constant("w", std::make_shared<const TensorData>(TensorData(DType::F32, {n, 3})));
   TensorId y = g.add_primitive(PrimOp::MatMul, {x, w}, {});
   TensorId r = g.add_primitive(PrimOp::Relu, {y}, {});
-  TensorId s = g.add_primitive(PrimOp::ReduceSum, {r},
-                               Attrs().set("axes", std::vector<int64_t>{1}).set("keepdims", int64_t{1}));
+  TensorId s =
+      g.add_primitive(PrimOp::ReduceSum, {r}, Attrs().set("axes", std::vector<int64_t>{1}).set("keepdims", int64_t{1}));
   g.mark_output(g.add_primitive(PrimOp::Div, {r, s}, {}));
   return g;
 }
@@ -50,8 +50,9 @@ TEST(Infer, ShapesOfEveryKind) {
       .set("dilations", std::vector<int64_t>{1, 1})
       .set("ceil_mode", int64_t{1});
   EXPECT_EQ(h.tensor(h.add_primitive(PrimOp::MaxPool, {x}, pool)).shape, (Shape{1, 8, 5, 5}));
-  EXPECT_EQ(h.tensor(h.add_primitive(PrimOp::Transpose, {x}, Attrs().set("perm", std::vector<int64_t>{0, 2, 3, 1}))).shape,
-            (Shape{1, 10, 10, 8}));
+  EXPECT_EQ(
+      h.tensor(h.add_primitive(PrimOp::Transpose, {x}, Attrs().set("perm", std::vector<int64_t>{0, 2, 3, 1}))).shape,
+      (Shape{1, 10, 10, 8}));
   EXPECT_THROW(h.add_primitive(PrimOp::Reshape, {x}, Attrs().set("shape", std::vector<int64_t>{7})), Error);
   EXPECT_EQ(h.tensor(h.add_primitive(PrimOp::Less, {x, x}, {})).dtype, DType::Bool);
 }
@@ -87,8 +88,10 @@ TEST(StructuralHash, SameStructureSameHash) {
   PrimGraph a, b;
   TensorId xa = a.add_input("x", DType::F32, {2, 3});
   TensorId xb = b.add_input("renamed", DType::F32, {2, 3});
-  a.mark_output(a.add_primitive(PrimOp::ReduceSum, {xa}, Attrs().set("axes", std::vector<int64_t>{0}).set("keepdims", int64_t{1})));
-  b.mark_output(b.add_primitive(PrimOp::ReduceSum, {xb}, Attrs().set("axes", std::vector<int64_t>{1}).set("keepdims", int64_t{1})));
+  a.mark_output(a.add_primitive(PrimOp::ReduceSum, {xa},
+                                Attrs().set("axes", std::vector<int64_t>{0}).set("keepdims", int64_t{1})));
+  b.mark_output(b.add_primitive(PrimOp::ReduceSum, {xb},
+                                Attrs().set("axes", std::vector<int64_t>{1}).set("keepdims", int64_t{1})));
   EXPECT_NE(structural_hash(a), structural_hash(b));
 }
 

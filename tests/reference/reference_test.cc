@@ -1,9 +1,10 @@
 // Reference executor tests on hand-computed examples for every primitive kind.
+#include "reference/reference.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 
-#include "reference/reference.h"
 #include "util/error.h"
 
 namespace korch {
@@ -16,7 +17,8 @@ TensorData i64(const Shape& shape, const std::vector<int64_t>& v) { return Tenso
 TensorData run1(PrimOp op, const std::vector<TensorData>& inputs, Attrs attrs = {}) {
   PrimGraph g;
   std::vector<TensorId> ids;
-  for (size_t i = 0; i < inputs.size(); ++i) ids.push_back(g.add_input("x" + std::to_string(i), inputs[i].dtype(), inputs[i].shape()));
+  for (size_t i = 0; i < inputs.size(); ++i)
+    ids.push_back(g.add_input("x" + std::to_string(i), inputs[i].dtype(), inputs[i].shape()));
   g.mark_output(g.add_primitive(op, ids, std::move(attrs)));
   return reference::run_graph(g, inputs)[0];
 }
@@ -29,13 +31,15 @@ void expect_values(const TensorData& t, const Shape& shape, const std::vector<do
 
 TEST(Reference, ElementwiseBroadcast) {
   expect_values(run1(PrimOp::Add, {f32({2, 1}, {1, 2}), f32({3}, {10, 20, 30})}), {2, 3}, {11, 21, 31, 12, 22, 32});
-  expect_values(run1(PrimOp::Mod, {i64({3}, {-7, 7, 5}), i64({1}, {3})}, Attrs().set("fmod", int64_t{0})), {3}, {2, 1, 2});
+  expect_values(run1(PrimOp::Mod, {i64({3}, {-7, 7, 5}), i64({1}, {3})}, Attrs().set("fmod", int64_t{0})), {3},
+                {2, 1, 2});
   expect_values(run1(PrimOp::Mod, {i64({2}, {-7, 7}), i64({1}, {3})}, Attrs().set("fmod", int64_t{1})), {2}, {-1, 1});
   expect_values(run1(PrimOp::Sigmoid, {f32({1}, {0})}), {1}, {0.5});
   TensorData cond(DType::Bool, {2});
   cond.set_i64(0, 1);
   expect_values(run1(PrimOp::Where, {cond, f32({2}, {1, 2}), f32({1}, {9})}), {2}, {1, 9});
-  expect_values(run1(PrimOp::Cast, {f32({3}, {-1.7, 2.5, 0})}, Attrs().set("to", int64_t(DType::I64))), {3}, {-1, 2, 0});
+  expect_values(run1(PrimOp::Cast, {f32({3}, {-1.7, 2.5, 0})}, Attrs().set("to", int64_t(DType::I64))), {3},
+                {-1, 2, 0});
 }
 
 TEST(Reference, Reductions) {
@@ -54,11 +58,15 @@ TEST(Reference, Reductions) {
 
 TEST(Reference, Layout) {
   TensorData x = f32({2, 3}, {1, 2, 3, 4, 5, 6});
-  expect_values(run1(PrimOp::Transpose, {x}, Attrs().set("perm", std::vector<int64_t>{1, 0})), {3, 2}, {1, 4, 2, 5, 3, 6});
+  expect_values(run1(PrimOp::Transpose, {x}, Attrs().set("perm", std::vector<int64_t>{1, 0})), {3, 2},
+                {1, 4, 2, 5, 3, 6});
   Attrs sl;
-  sl.set("starts", std::vector<int64_t>{1, 2}).set("steps", std::vector<int64_t>{1, -2}).set("sizes", std::vector<int64_t>{1, 2});
+  sl.set("starts", std::vector<int64_t>{1, 2})
+      .set("steps", std::vector<int64_t>{1, -2})
+      .set("sizes", std::vector<int64_t>{1, 2});
   expect_values(run1(PrimOp::Slice, {x}, sl), {1, 2}, {6, 4});
-  expect_values(run1(PrimOp::Concat, {x, f32({2, 1}, {7, 8})}, Attrs().set("axis", int64_t{1})), {2, 4}, {1, 2, 3, 7, 4, 5, 6, 8});
+  expect_values(run1(PrimOp::Concat, {x, f32({2, 1}, {7, 8})}, Attrs().set("axis", int64_t{1})), {2, 4},
+                {1, 2, 3, 7, 4, 5, 6, 8});
   auto pad = [&](const char* mode) {
     return run1(PrimOp::Pad, {f32({3}, {1, 2, 3})},
                 Attrs().set("pads", std::vector<int64_t>{2, 1}).set("mode", std::string(mode)).set("value", 9.0));
@@ -66,14 +74,20 @@ TEST(Reference, Layout) {
   expect_values(pad("constant"), {6}, {9, 9, 1, 2, 3, 9});
   expect_values(pad("reflect"), {6}, {3, 2, 1, 2, 3, 2});
   expect_values(pad("edge"), {6}, {1, 1, 1, 2, 3, 3});
-  expect_values(run1(PrimOp::Pad, {x}, Attrs().set("pads", std::vector<int64_t>{0, -1, 0, 0}).set("mode", std::string("constant")).set("value", 0.0)),
+  expect_values(run1(PrimOp::Pad, {x},
+                     Attrs()
+                         .set("pads", std::vector<int64_t>{0, -1, 0, 0})
+                         .set("mode", std::string("constant"))
+                         .set("value", 0.0)),
                 {2, 2}, {2, 3, 5, 6});
   expect_values(run1(PrimOp::Gather, {x, i64({2}, {-1, 0})}, Attrs().set("axis", int64_t{1})), {2, 2}, {3, 1, 6, 4});
-  expect_values(run1(PrimOp::Broadcast, {f32({2, 1}, {1, 2})}, Attrs().set("shape", std::vector<int64_t>{2, 2})), {2, 2}, {1, 1, 2, 2});
+  expect_values(run1(PrimOp::Broadcast, {f32({2, 1}, {1, 2})}, Attrs().set("shape", std::vector<int64_t>{2, 2})),
+                {2, 2}, {1, 1, 2, 2});
   EXPECT_THROW(run1(PrimOp::Gather, {x, i64({1}, {3})}, Attrs().set("axis", int64_t{1})), Error);
 }
 
-Attrs resize_attrs(const std::string& mode, const std::string& coord, std::vector<int64_t> sizes, std::vector<double> scales) {
+Attrs resize_attrs(const std::string& mode, const std::string& coord, std::vector<int64_t> sizes,
+                   std::vector<double> scales) {
   Attrs a;
   a.set("sizes", sizes).set("scales", scales).set("roi", std::vector<double>(2 * sizes.size(), 0.0));
   a.set("mode", mode).set("coord_mode", coord).set("nearest_mode", std::string("round_prefer_floor"));
@@ -85,8 +99,10 @@ TEST(Reference, Resize) {
   TensorData x = f32({1, 2}, {1, 3});
   expect_values(run1(PrimOp::Resize, {x}, resize_attrs("nearest", "asymmetric", {1, 4}, {1, 2})), {1, 4}, {1, 1, 3, 3});
   // half_pixel linear upsample by 2 of [1, 3]: coordinates -0.25, 0.25, 0.75, 1.25 (clamped).
-  expect_values(run1(PrimOp::Resize, {x}, resize_attrs("linear", "half_pixel", {1, 4}, {1, 2})), {1, 4}, {1, 1.5, 2.5, 3});
-  expect_values(run1(PrimOp::Resize, {x}, resize_attrs("linear", "align_corners", {1, 3}, {1, 1.5})), {1, 3}, {1, 2, 3});
+  expect_values(run1(PrimOp::Resize, {x}, resize_attrs("linear", "half_pixel", {1, 4}, {1, 2})), {1, 4},
+                {1, 1.5, 2.5, 3});
+  expect_values(run1(PrimOp::Resize, {x}, resize_attrs("linear", "align_corners", {1, 3}, {1, 1.5})), {1, 3},
+                {1, 2, 3});
 }
 
 TEST(Reference, Pooling) {
@@ -127,7 +143,8 @@ TEST(Reference, GroupedConvMatchesDirectSum) {
             for (int kw = 0; kw < 3; ++kw) {
               int ih = oh * 2 - 1 + kh, iw = ow * 2 - 1 + kw;
               if (ih < 0 || ih >= 5 || iw < 0 || iw >= 5) continue;
-              acc += x.data<float>()[((g * 2 + ic) * 5 + ih) * 5 + iw] * w.data<float>()[((oc * 2 + ic) * 3 + kh) * 3 + kw];
+              acc += x.data<float>()[((g * 2 + ic) * 5 + ih) * 5 + iw] *
+                     w.data<float>()[((oc * 2 + ic) * 3 + kh) * 3 + kw];
             }
         EXPECT_NEAR(y.data<float>()[(oc * 3 + oh) * 3 + ow], acc, 1e-4);
       }

@@ -1,5 +1,7 @@
 // Runtime tests: liveness-based arena reuse and end-to-end execution of plans on the CPU
 // backend against the reference executor, on the example model shipped in the repo.
+#include "runtime/executor.h"
+
 #include <gtest/gtest.h>
 
 #include "check/test_case.h"
@@ -7,7 +9,6 @@
 #include "frontend/onnx_import.h"
 #include "orchestrate/optimize.h"
 #include "reference/reference.h"
-#include "runtime/executor.h"
 #include "util/error.h"
 
 namespace korch {

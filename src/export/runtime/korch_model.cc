@@ -256,8 +256,9 @@ void korch_model::load(const std::string& package_dir, int requested_threads) {
   for (const std::string& f : features) {
     bool known = false;
     if (!cpu_supports(f, &known))
-      fail("this CPU lacks ", f, known ? "" : " (unknown feature)", ", which the package's kernels were compiled for (target ",
-           target, "); export the model again on this machine");
+      fail("this CPU lacks ", f, known ? "" : " (unknown feature)",
+           ", which the package's kernels were compiled for (target ", target,
+           "); export the model again on this machine");
   }
   int default_threads = r.i32();
   threads = requested_threads > 0 ? requested_threads : std::max(default_threads, 1);
@@ -302,7 +303,8 @@ void korch_model::load(const std::string& package_dir, int requested_threads) {
   for (uint64_t p = 0; p < np; ++p) {
     PrimRecord rec;
     uint8_t op = r.u8();
-    if (op > static_cast<uint8_t>(PrimOp::ConvTranspose)) throw korch_pkg::PackageError("model.kpkg: unknown primitive");
+    if (op > static_cast<uint8_t>(PrimOp::ConvTranspose))
+      throw korch_pkg::PackageError("model.kpkg: unknown primitive");
     rec.op = static_cast<PrimOp>(op);
     rec.inputs = r.i32s();
     rec.output = r.i32();
@@ -490,8 +492,9 @@ const Io* io_at(const korch_model* m, int i, bool input) {
   if (!m) return nullptr;
   const std::vector<Io>& v = input ? m->inputs : m->outputs;
   if (i < 0 || static_cast<size_t>(i) >= v.size()) {
-    const_cast<korch_model*>(m)->error = str_cat(input ? "input" : "output", " index ", i, " is out of range (the model has ",
-                                                 v.size(), input ? " inputs)" : " outputs)");
+    const_cast<korch_model*>(m)->error =
+        str_cat(input ? "input" : "output", " index ", i, " is out of range (the model has ", v.size(),
+                input ? " inputs)" : " outputs)");
     return nullptr;
   }
   return &v[i];

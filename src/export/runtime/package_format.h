@@ -66,7 +66,8 @@ class Writer {
 
 class Reader {
  public:
-  Reader(const unsigned char* data, size_t size, std::string what) : p_(data), end_(data + size), what_(std::move(what)) {}
+  Reader(const unsigned char* data, size_t size, std::string what)
+      : p_(data), end_(data + size), what_(std::move(what)) {}
   uint8_t u8() { return take<uint8_t>(); }
   uint32_t u32() { return take<uint32_t>(); }
   uint64_t u64() { return take<uint64_t>(); }
