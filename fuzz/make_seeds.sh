@@ -4,16 +4,16 @@
 #   fuzz/make_seeds.sh [CORPUS_DIR]        (default: fuzz/corpus)
 #
 # Sources (whatever exists is used):
-#   $ONNX_NODE_CASES (default /tmp/onnx_node_cases/node)/<case>/model.onnx  -- ONNX node tests
-#   $KORCH_MODELS    (default /tmp/korch_models)/{tiny_cnn,tiny_vit}/model.onnx
+#   $ONNX_NODE_CASES (default build/cases/onnx/node)/<case>/model.onnx  -- ONNX node tests
+#   $KORCH_MODELS    (default build/cases/models)/{tiny_cnn,tiny_vit}/model.onnx (the test suite's exports)
 # If python3 with the `onnx` package is available, a few node tests whose shape/axes/pads
 # inputs are graph inputs are also rewritten with those inputs bound as initializers (from
 # test_data_set_0), so that Reshape/Slice/Pad/Resize/... seeds actually import.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 out="${1:-$here/corpus}"
-cases="${ONNX_NODE_CASES:-/tmp/onnx_node_cases/node}"
-models="${KORCH_MODELS:-/tmp/korch_models}"
+cases="${ONNX_NODE_CASES:-$here/../build/cases/onnx/node}"
+models="${KORCH_MODELS:-$here/../build/cases/models}"
 mkdir -p "$out"
 
 # ~40 small, diverse node tests that korch imports as-is.
