@@ -290,6 +290,7 @@ ExportSummary export_package(const PrimGraph& g, const std::vector<std::string>&
     body.i32(k.output);
     body.i32s(k.inputs);
     body.i32(k.num_linear);
+    body.i32(k.schedule);
     body.u8(backend[i]);
     body.i32(halide_index[i]);
     body.str(description[i]);

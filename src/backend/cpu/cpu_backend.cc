@@ -54,18 +54,13 @@ std::unique_ptr<CompiledKernel> compile_kernel(const PrimGraph& g, const Kernel&
     if (why_not) *why_not = "more than one Linear primitive";
     return nullptr;
   }
-  if (k.num_linear == 1) {
-    if (k.schedule != 0) {
-      if (why_not) *why_not = str_cat("oneDNN kernels have one schedule, not variant ", k.schedule);
-      return nullptr;
-    }
-    return compile_onednn_kernel(g, k, why_not);
-  }
+  if (k.num_linear == 1) return compile_onednn_kernel(g, k, why_not);
   return compile_halide_kernel(g, k, why_not);
 }
 
 int schedule_variants(const PrimGraph& g, const Kernel& k) {
-  return k.num_linear == 0 ? halide_schedule_variants(g, k) : 1;
+  if (k.num_linear > 1) return 1;
+  return k.num_linear == 0 ? halide_schedule_variants(g, k) : onednn_schedule_variants(g, k);
 }
 
 bool can_compile(const PrimGraph& g, const Kernel& k, std::string* why_not) {

@@ -536,7 +536,6 @@ struct OutputSchedule {
 enum class Variant {
   Default,        // the schedule described above
   FusedParallel,  // parallel over all outer axes fused: more, smaller tasks (short outermost axis)
-  Transpose2D,    // transposing kernels: 8x8 tiles vectorised in both dimensions (shuffles)
 };
 
 OutputSchedule schedule_output(Func& f, const Shape& shape, int vector, bool tile, Variant variant) {
@@ -554,21 +553,6 @@ OutputSchedule schedule_output(Func& f, const Shape& shape, int vector, bool til
       break;
     }
   bool tiled = tile && rank >= 2 && shape[rank - 1] >= 16 && shape[rank - 2] >= 16;
-  if (tiled && variant == Variant::Transpose2D) {
-    Var xo("xo"), yo("yo"), xi("xi"), yi("yi");
-    f.tile(v[0], v[1], xo, yo, xi, yi, 8, 8, Halide::TailStrategy::GuardWithIf).vectorize(xi).vectorize(yi);
-    s.text = "tile 8x8 vectorised in both dimensions";
-    if (par_axis == rank - 2) {
-      f.parallel(yo);
-      s.text += ", parallel tile rows";
-    } else if (par_axis >= 0) {
-      s.parallel_var = v[rank - 1 - par_axis];
-      s.has_parallel = true;
-      f.parallel(s.parallel_var);
-      s.text += ", parallel axis " + std::to_string(par_axis);
-    }
-    return s;
-  }
   if (tiled) {
     Var xo("xo"), yo("yo"), xi("xi"), yi("yi");
     f.tile(v[0], v[1], xo, yo, xi, yi, 16, 16, Halide::TailStrategy::GuardWithIf).vectorize(xi, std::min(vector, 16));
@@ -625,9 +609,9 @@ std::vector<Variant> variants_of(const PrimGraph& g, const Kernel& k, const Gene
   const Shape& out = g.tensor(k.output).shape;
   int rank = static_cast<int>(out.size());
   bool tiled = transposes_innermost(g, k) && rank >= 2 && out[rank - 1] >= 16 && out[rank - 2] >= 16;
-  if (tiled) {
-    v.push_back(Variant::Transpose2D);
-  } else if (rank >= 3 && gen.materialised().empty()) {
+  // (8x8 tiles vectorised in both dimensions were tried for transposes: LLVM took minutes to
+  // compile some of them, and the default 16x16 tiles already reach the copy bandwidth.)
+  if (!tiled && rank >= 3 && gen.materialised().empty()) {
     int64_t outer = 1;
     for (int a = 0; a < rank - 1; ++a) outer *= out[a];
     int64_t first = 1;

@@ -916,6 +916,12 @@ class Builder {
     std::string error;
     std::vector<bool> layouts = {any_layout_first};
     if (any_layout_first) layouts.push_back(false);
+    // Schedule variant 1 of a convolution: the other activation layout (plain nchw where
+    // oneDNN's choice is the default, oneDNN's choice where plain is), so that profiling can
+    // keep whichever is faster for this shape (e.g. a 9x9 conv to 3 channels).
+    if (k_.schedule < 0 || k_.schedule >= (conv_like ? 2 : 1))
+      unsupported("no schedule variant ", k_.schedule, " for ", describe_core());
+    if (k_.schedule == 1) layouts = {!any_layout_first};
     if (fixed_) {
       if (!conv_like) unsupported("only convolutions take a fixed activation layout");
       layouts = {true};
@@ -932,6 +938,8 @@ class Builder {
     if (!pd) unsupported("oneDNN has no implementation for ", describe_core(), post_op_list(), ": ", error);
     if (fixed_ && is_ref_impl(pd->impl_info_str()))
       unsupported("the fixed layout leaves only the reference implementation");
+    if (k_.schedule == 1 && !fixed_ && is_ref_impl(pd->impl_info_str()))
+      unsupported("the alternate activation layout leaves only the reference implementation");
     if (is_ref_impl(pd->impl_info_str()) && (!a_.post_ops.empty() || !a_.prologue.empty())) {
       std::optional<dnnl::primitive_desc> bare;
       try {
@@ -1215,6 +1223,15 @@ bool onednn_supports(const PrimGraph& g, const Kernel& k, std::string* why_not) 
     if (why_not) *why_not = u.why;
   }
   return false;
+}
+
+int onednn_schedule_variants(const PrimGraph& g, const Kernel& k) {
+  try {
+    Analysis analysis(g, k);
+    return analysis.linear->op == PrimOp::MatMul ? 1 : 2;
+  } catch (const Unsupported&) {
+  }
+  return 1;
 }
 
 std::unique_ptr<CompiledKernel> compile_onednn_kernel(const PrimGraph& g, const Kernel& k, std::string* why_not) {

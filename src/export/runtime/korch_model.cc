@@ -360,6 +360,7 @@ void korch_model::load(const std::string& package_dir, int requested_threads) {
     k.output = check_id(r.i32());
     k.inputs = r.i32s();
     k.num_linear = r.i32();
+    k.schedule = r.i32();
     uint8_t backend = r.u8();
     int32_t halide_index = r.i32();
     std::string description = r.str();

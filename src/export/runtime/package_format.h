@@ -13,7 +13,7 @@
 namespace korch_pkg {
 
 constexpr char kMagic[8] = {'K', 'O', 'R', 'C', 'H', 'P', 'K', 'G'};
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;  // 2: per-kernel schedule variant
 
 struct PackageError : std::runtime_error {
   using std::runtime_error::runtime_error;

@@ -265,7 +265,7 @@ std::vector<Case> cases() {
                   return g;
                 }});
   cs.push_back(
-      {"transpose of the last two axes with an epilogue (2-D vectorised variant)", [] {
+      {"transpose of the last two axes with an epilogue", [] {
          PrimGraph g;
          TensorId x = g.add_input("x", DType::F32, {2, 37, 45});
          TensorId t = g.add_primitive(PrimOp::Transpose, {x}, Attrs().set("perm", std::vector<int64_t>{0, 2, 1}));

@@ -91,9 +91,10 @@ std::map<TensorId, TensorData> reference_values(const PrimGraph& g, const std::m
 
 // Compiles the kernel of `prims` (default: the whole graph), runs it on random inputs and
 // compares every element with the reference. Returns the kernel's description.
-std::string check_kernel(Builder& b, std::vector<PrimId> prims = {}, int runs = 2) {
+std::string check_kernel(Builder& b, std::vector<PrimId> prims = {}, int runs = 2, int schedule = 0) {
   if (prims.empty()) prims = b.all_prims();
   Kernel k = make_kernel(b.g, prims);
+  k.schedule = schedule;
   std::string why;
   auto kernel = cpu::compile_onednn_kernel(b.g, k, &why);
   EXPECT_TRUE(kernel) << why;
@@ -135,6 +136,24 @@ std::string rejection(Builder& b, std::vector<PrimId> prims = {}) {
 }
 
 // ---- Conv -------------------------------------------------------------------------------
+
+TEST(OnednnKernel, ConvLayoutVariants) {
+  // Variant 1 of a convolution uses the other activation layout; both match the reference.
+  Builder b;
+  TensorId y = b.conv(b.input({1, 32, 20, 20}), b.constant({3, 32, 9, 9}), {1, 1}, {4, 4, 4, 4}, {1, 1});
+  b.op(PrimOp::Add, {y, b.constant({1, 3, 1, 1})});
+  Kernel k = make_kernel(b.g, b.all_prims());
+  ASSERT_EQ(cpu::schedule_variants(b.g, k), 2);
+  std::string v0 = check_kernel(b), v1 = check_kernel(b, {}, 2, 1);
+  EXPECT_NE(v0, v1);
+  k.schedule = 2;
+  std::string why;
+  EXPECT_EQ(cpu::compile_kernel(b.g, k, &why), nullptr);
+  EXPECT_NE(why.find("no schedule variant"), std::string::npos) << why;
+  Builder m;  // MatMul kernels have one schedule
+  m.op(PrimOp::MatMul, {m.input({4, 8}), m.constant({8, 6})});
+  EXPECT_EQ(cpu::schedule_variants(m.g, make_kernel(m.g, m.all_prims())), 1);
+}
 
 TEST(OnednnKernel, Conv3x3Pad1) {
   Builder b;
