@@ -31,6 +31,9 @@ class KernelMeasurer {
   // The schedule variant (Kernel::schedule) whose time measure() returned for this kernel's
   // structure; 0 when there was one schedule or the kernel was not measured.
   virtual int schedule(const Kernel& /*kernel*/) const { return 0; }
+  // The seconds measure() would return, when a previous run already measured the kernel (a
+  // profile cache hit); nullopt when that is not known without compiling anything.
+  virtual std::optional<double> cached(const PrimGraph& /*g*/, const Kernel& /*kernel*/) { return std::nullopt; }
 };
 
 }  // namespace korch

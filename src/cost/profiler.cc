@@ -185,6 +185,15 @@ std::optional<double> CpuProfiler::measure(const PrimGraph& g, const Kernel& k) 
   return std::nullopt;
 }
 
+std::optional<double> CpuProfiler::cached(const PrimGraph& /*g*/, const Kernel& k) {
+  if (!cache_) return std::nullopt;
+  auto hit = cache_->lookup(ProfileKey{k.hash, "cpu", target_, versions()});
+  if (!hit || !hit->implementable || !hit->verified) return std::nullopt;
+  ++stats_.cache_hits;
+  schedules_[k.hash] = hit->schedule;
+  return hit->median_seconds;
+}
+
 int CpuProfiler::schedule(const Kernel& k) const {
   auto it = schedules_.find(k.hash);
   return it == schedules_.end() ? 0 : it->second;

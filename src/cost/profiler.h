@@ -32,6 +32,7 @@ class CpuProfiler : public KernelMeasurer {
   bool implementable(const PrimGraph& g, const Kernel& kernel) override;
   std::string name() const override { return "measured-cpu"; }
   int schedule(const Kernel& kernel) const override;
+  std::optional<double> cached(const PrimGraph& g, const Kernel& kernel) override;
   const ProfilerStats& stats() const { return stats_; }
   // Target and version strings that key the cache.
   std::string target() const { return target_; }

@@ -10,6 +10,7 @@
 #include <map>
 #include <set>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "orchestrate/baselines.h"
 #include "orchestrate/blp.h"
@@ -51,21 +52,31 @@ class PricedCache {
     return it->second;
   }
   bool is_measured(const Kernel& k) const { return measured_.count(k.hash) != 0; }
+  // Takes a measurement a previous run left in the profile cache (nothing is compiled), so
+  // that a warm run starts from measured prices and needs few solves.
+  void take_cached(Kernel& k) {
+    if (!measurer_ || measured_.count(k.hash)) return;
+    std::optional<double> m = measurer_->cached(g_, k);
+    if (!m) return;
+    record_measurement(k, m);
+    k.cost = *m;
+    k.schedule = schedules_[k.hash];
+  }
   // Measures (once per structure); single primitives no backend can generate fall back to
   // the reference kernel. Returns false when the kernel is dropped.
   bool measure(Kernel& k, bool allow_fallback) {
+    requested_.insert(k.hash);
     auto it = measured_.find(k.hash);
     if (it == measured_.end()) {
       std::optional<double> m = measurer_->measure(g_, k);
-      bool generated = m.has_value();
-      if (!m && allow_fallback) m = measurer_->measure_fallback(g_, k);
-      it = measured_.emplace(k.hash, m).first;
-      schedules_[k.hash] = generated ? measurer_->schedule(k) : 0;
-      if (generated) {
-        double ratio = *m / std::max(estimate(k), 1e-12);
-        double& r = min_ratio_[k.num_linear > 0];
-        r = r > 0 ? std::min(r, ratio) : ratio;
+      if (m) {
+        record_measurement(k, m);
+      } else {
+        if (allow_fallback) m = measurer_->measure_fallback(g_, k);
+        measured_.emplace(k.hash, m);
+        schedules_[k.hash] = 0;
       }
+      it = measured_.find(k.hash);
     }
     if (!it->second) return false;
     k.cost = *it->second;
@@ -74,7 +85,9 @@ class PricedCache {
   }
   bool measuring() const { return measurer_ != nullptr; }
   int size() const { return static_cast<int>(cache_.size()); }
-  int num_measured() const { return static_cast<int>(measured_.size()); }
+  // Structures the lazy loop asked to measure (timed now or found in the profile cache);
+  // cache entries taken up front but never chosen do not count.
+  int num_measured() const { return static_cast<int>(requested_.size()); }
   int num_dropped() const {
     int n = 0;
     for (const auto& [h, m] : measured_) n += !m.has_value();
@@ -88,6 +101,16 @@ class PricedCache {
   std::unordered_map<uint64_t, double> cache_;
   std::unordered_map<uint64_t, std::optional<double>> measured_;
   std::unordered_map<uint64_t, int> schedules_;  // the measured schedule variant
+  std::unordered_set<uint64_t> requested_;
+
+  // A generated kernel's measurement (and the variant it was measured with).
+  void record_measurement(const Kernel& k, std::optional<double> m) {
+    measured_.emplace(k.hash, m);
+    schedules_[k.hash] = measurer_->schedule(k);
+    double ratio = *m / std::max(estimate(k), 1e-12);
+    double& r = min_ratio_[k.num_linear > 0];
+    r = r > 0 ? std::min(r, ratio) : ratio;
+  }
   std::unordered_map<uint64_t, bool> implementable_;
   double min_ratio_[2] = {0, 0};
 };
@@ -245,6 +268,9 @@ OptimizeResult optimize(const PrimGraph& g, CostModel& cost, const OptimizeOptio
       if (prices.measuring())
         for (size_t i = 0; i < cands.size(); ++i)
           if (cands[i].prims.size() > 1 && !prices.implementable(cands[i])) dropped[i] = 1;
+      if (prices.measuring())
+        for (size_t i = 0; i < cands.size(); ++i)
+          if (!dropped[i]) prices.take_cached(cands[i]);
       SelectionResult sel;
       std::vector<int> previous;  // last round's choice (candidate indices)
       while (true) {

@@ -147,6 +147,7 @@ OptimizeRun run_optimizer(const PrimGraph& g, OptimizeFlags f, const std::string
     bool implementable(const PrimGraph& g, const Kernel& k) override { return inner->implementable(g, k); }
     std::string name() const override { return inner->name(); }
     int schedule(const Kernel& k) const override { return inner->schedule(k); }
+    std::optional<double> cached(const PrimGraph& g, const Kernel& k) override { return inner->cached(g, k); }
   } measurer;
   measurer.inner = profiler.get();
   measurer.progress = &progress;
