@@ -272,6 +272,8 @@ OptimizeResult optimize(const PrimGraph& g, CostModel& cost, const OptimizeOptio
         for (size_t i = 0; i < cands.size(); ++i)
           if (!dropped[i]) prices.take_cached(cands[i]);
       SelectionResult sel;
+      int profiling_rounds = 0;
+      bool capped = false;
       std::vector<int> previous;  // last round's choice (candidate indices)
       while (true) {
         std::vector<Kernel> active;
@@ -314,8 +316,16 @@ OptimizeResult optimize(const PrimGraph& g, CostModel& cost, const OptimizeOptio
           if (!dropped[i] && prices.is_measured(cands[i]) && !prices.measure(cands[i], cands[i].prims.size() == 1))
             dropped[i] = 1;
         if (all_measured) break;
+        if (++profiling_rounds >= options.max_profiling_rounds && !capped) {
+          capped = true;
+          for (size_t i = 0; i < cands.size(); ++i)
+            if (!prices.is_measured(cands[i])) dropped[i] = 1;
+        }
       }
       report.status = sel.status;
+      if (capped)
+        report.status = str_cat(sel.status, " over the measured kernels (profiling capped after ",
+                                options.max_profiling_rounds, " rounds)");
       result.all_optimal = result.all_optimal && sel.proven_optimal;
       for (int k : sel.chosen) sets.push_back(cands[k].prims);
       solved.emplace(part.hash, static_cast<int>(pi));

@@ -16,6 +16,10 @@ struct OptimizeOptions {
   PartitionOptions partition;
   CandidateOptions candidates;
   double solver_time_limit = 60;  // seconds per partition
+  // Lazy profiling rounds per partition before the rest of its unmeasured candidates are
+  // dropped (the partition's plan is then optimal over the kernels measured so far, and its
+  // status says so). Bounds the optimisation time where each round brings in new kernels.
+  int max_profiling_rounds = 40;
   // When set, costs are measured lazily: solve with the cost model's (analytic lower-bound)
   // prices, measure the kernels the optimum uses, re-solve, until the optimum uses only
   // measured kernels; baseline plans are measured in full.
