@@ -91,10 +91,11 @@ std::string CpuProfiler::versions() {
   return str_cat("halide14 onednn", v->major, ".", v->minor, ".", v->patch, " korch-codegen-2");
 }
 
-// Compiles, verifies (against `want`, the reference output for `inputs`) and times one
-// schedule variant of a kernel.
+// Compiles, verifies (against `want`, the reference output for `inputs`, computed on first
+// need so that a kernel no backend compiles costs no reference run) and times one schedule
+// variant of a kernel.
 ProfileEntry CpuProfiler::profile_variant(const PrimGraph& g, const Kernel& k, const std::vector<const void*>& inputs,
-                                          const TensorData& want) {
+                                          std::optional<TensorData>& want) {
   ProfileEntry entry;
   entry.schedule = k.schedule;
   std::string why;
@@ -112,9 +113,13 @@ ProfileEntry CpuProfiler::profile_variant(const PrimGraph& g, const Kernel& k, c
     entry.implementable = true;
     entry.description = compiled->describe();
     const TensorInfo& out = g.tensor(k.output);
+    if (!want) {
+      want.emplace(out.dtype, out.shape);
+      cpu::compile_reference_kernel(g, k)->run(inputs, want->raw());
+    }
     TensorData got(out.dtype, out.shape);
     compiled->run(inputs, got.raw());
-    Comparison c = compare_tensors(got, want, Tolerance{1e-4, 1e-3});
+    Comparison c = compare_tensors(got, *want, Tolerance{1e-4, 1e-3});
     entry.verified = c.pass;
     if (!c.pass) {
       ++stats_.mismatches;
@@ -137,7 +142,7 @@ ProfileEntry CpuProfiler::profile_variant(const PrimGraph& g, const Kernel& k, c
 
 std::optional<double> CpuProfiler::measure(const PrimGraph& g, const Kernel& k) {
   auto start = std::chrono::steady_clock::now();
-  ProfileKey key{k.hash, "cpu", target_, versions()};
+  ProfileKey key = cache_key(k);
   if (cache_) {
     if (auto hit = cache_->lookup(key)) {
       ++stats_.cache_hits;
@@ -153,9 +158,7 @@ std::optional<double> CpuProfiler::measure(const PrimGraph& g, const Kernel& k) 
     std::vector<TensorData> inputs = random_kernel_inputs(g, k, static_cast<uint32_t>(k.hash));
     std::vector<const void*> ptrs;
     for (const TensorData& t : inputs) ptrs.push_back(t.raw());
-    const TensorInfo& out = g.tensor(k.output);
-    TensorData want(out.dtype, out.shape);
-    cpu::compile_reference_kernel(g, k)->run(ptrs, want.raw());
+    std::optional<TensorData> want;
     int variants = cpu::schedule_variants(g, k);
     for (int v = 0; v < variants; ++v) {
       Kernel variant = k;
@@ -169,7 +172,7 @@ std::optional<double> CpuProfiler::measure(const PrimGraph& g, const Kernel& k) 
         best = e;
       }
     }
-  } catch (const std::exception& e) {  // e.g. the reference itself cannot evaluate the inputs
+  } catch (const std::exception& e) {  // e.g. the inputs cannot be generated
     best = ProfileEntry{};
     best.description = str_cat("profiling failed: ", e.what());
     if (log_) log_(str_cat("dropped kernel [", kernel_summary(g, k), "]: ", best.description));
@@ -187,7 +190,7 @@ std::optional<double> CpuProfiler::measure(const PrimGraph& g, const Kernel& k) 
 
 std::optional<double> CpuProfiler::cached(const PrimGraph& /*g*/, const Kernel& k) {
   if (!cache_) return std::nullopt;
-  auto hit = cache_->lookup(ProfileKey{k.hash, "cpu", target_, versions()});
+  auto hit = cache_->lookup(cache_key(k));
   if (!hit || !hit->implementable || !hit->verified) return std::nullopt;
   ++stats_.cache_hits;
   schedules_[k.hash] = hit->schedule;
@@ -200,7 +203,7 @@ int CpuProfiler::schedule(const Kernel& k) const {
 }
 
 bool CpuProfiler::implementable(const PrimGraph& g, const Kernel& k) {
-  ProfileKey key{k.hash, "cpu", target_, versions()};
+  ProfileKey key = cache_key(k);
   if (cache_)
     if (auto hit = cache_->lookup(key)) return hit->implementable && hit->verified;
   std::string why;

@@ -47,7 +47,8 @@ class CpuProfiler : public KernelMeasurer {
   std::unordered_map<uint64_t, int> schedules_;  // structural hash -> fastest schedule variant
 
   ProfileEntry profile_variant(const PrimGraph& g, const Kernel& k, const std::vector<const void*>& inputs,
-                               const TensorData& want);
+                               std::optional<TensorData>& want);
+  ProfileKey cache_key(const Kernel& k) const { return ProfileKey{k.hash, "cpu", target_, versions()}; }
 };
 
 // Random inputs for a kernel (constants keep their values; indices stay in range).

@@ -59,8 +59,7 @@ class PricedCache {
     std::optional<double> m = measurer_->cached(g_, k);
     if (!m) return;
     record_measurement(k, m);
-    k.cost = *m;
-    k.schedule = schedules_[k.hash];
+    price(k);
   }
   // Measures (once per structure); single primitives no backend can generate fall back to
   // the reference kernel. Returns false when the kernel is dropped.
