@@ -3,6 +3,7 @@
 #pragma once
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "orchestrate/kernel.h"
 
@@ -31,6 +32,11 @@ class KernelMeasurer {
   // The schedule variant (Kernel::schedule) whose time measure() returned for this kernel's
   // structure; 0 when there was one schedule or the kernel was not measured.
   virtual int schedule(const Kernel& /*kernel*/) const { return 0; }
+  // What layout linking saves on the measured time of this kernel's structure: [0] when its
+  // output stays in the backend's internal layout, [1 + i] when input i (Kernel::inputs
+  // order) arrives in it; negative where that tensor has no internal layout. Empty when the
+  // kernel converts no layouts or was not measured.
+  virtual std::vector<double> link_savings(const Kernel& /*kernel*/) const { return {}; }
   // The seconds measure() would return, when a previous run already measured the kernel (a
   // profile cache hit); nullopt when that is not known without compiling anything.
   virtual std::optional<double> cached(const PrimGraph& /*g*/, const Kernel& /*kernel*/) { return std::nullopt; }

@@ -38,7 +38,7 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr const char* kMagic = "korch-profile-cache";
-constexpr int kSchemaVersion = 2;  // 2: schedule column
+constexpr int kSchemaVersion = 3;  // 2: schedule column, 3: link_savings column
 constexpr int kBusyTimeoutMs = 5000;
 constexpr int kLockTimeoutMs = 30000;
 
@@ -175,6 +175,7 @@ int64_t row_checksum(const ProfileKey& k, const ProfileEntry& e) {
   mix_str(e.description);
   int64_t schedule = e.schedule;
   mix(&schedule, sizeof schedule);
+  mix_str(encode_link_savings(e.link_savings));
   int64_t out;
   std::memcpy(&out, &h, sizeof out);
   return out;
@@ -316,6 +317,7 @@ CREATE TABLE profiles(
   samples INTEGER NOT NULL,
   description TEXT NOT NULL,
   schedule INTEGER NOT NULL,       -- the fastest schedule variant (what median_seconds is for)
+  link_savings TEXT NOT NULL,      -- encode_link_savings(): layout conversions a link saves
   checksum INTEGER NOT NULL,       -- row_checksum() of the key and the entry, as int64 bits
   stored_at INTEGER NOT NULL,      -- unix seconds
   PRIMARY KEY(structural_hash, backend, target, versions)
@@ -428,13 +430,15 @@ void prepare_statements(ProfileCache::Db& d) {
   sqlite3* db = d.get();
   d.lookup =
       prepare(db,
-              "SELECT implementable, verified, median_seconds, samples, description, checksum, schedule FROM profiles "
+              "SELECT implementable, verified, median_seconds, samples, description, checksum, schedule, link_savings "
+              "FROM profiles "
               "WHERE structural_hash = ?1 AND backend = ?2 AND target = ?3 AND versions = ?4",
               "preparing the lookup");
   d.upsert = prepare(db,
                      "INSERT OR REPLACE INTO profiles(structural_hash, backend, target, versions, implementable, "
-                     "verified, median_seconds, samples, description, checksum, schedule, stored_at) "
-                     "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, CAST(strftime('%s', 'now') AS INTEGER))",
+                     "verified, median_seconds, samples, description, checksum, schedule, link_savings, stored_at) "
+                     "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, "
+                     "CAST(strftime('%s', 'now') AS INTEGER))",
                      "preparing the store");
   d.count = prepare(db, "SELECT count(*) FROM profiles", "preparing the count");
   d.begin = prepare(db, "BEGIN IMMEDIATE", "preparing BEGIN");
@@ -567,6 +571,30 @@ ProfileCache::~ProfileCache() {
   }
 }
 
+std::string encode_link_savings(const std::vector<double>& savings) {
+  std::string text;
+  char buf[40];
+  for (double v : savings) {
+    std::snprintf(buf, sizeof buf, "%.17g", v);
+    text += (text.empty() ? "" : " ") + std::string(buf);
+  }
+  return text;
+}
+
+std::optional<std::vector<double>> decode_link_savings(const std::string& text) {
+  std::vector<double> savings;
+  const char* p = text.c_str();
+  while (*p) {
+    if (*p == ' ' && !savings.empty()) ++p;
+    char* end = nullptr;
+    double v = std::strtod(p, &end);
+    if (end == p || !std::isfinite(v)) return std::nullopt;
+    savings.push_back(v);
+    p = end;
+  }
+  return savings;
+}
+
 std::string ProfileCache::default_path() {
   auto set = [](const char* name) -> const char* {
     const char* v = std::getenv(name);
@@ -609,6 +637,9 @@ std::optional<ProfileEntry> ProfileCache::lookup_db(const ProfileKey& key) {
   e.samples = sqlite3_column_int(s, 3);
   e.description = column_text(s, 4);
   e.schedule = sqlite3_column_int(s, 6);
+  std::optional<std::vector<double>> links = decode_link_savings(column_text(s, 7));
+  if (!links) throw DamagedRow{};
+  e.link_savings = std::move(*links);
   if (sqlite3_column_type(s, 5) != SQLITE_INTEGER || sqlite3_column_int64(s, 5) != row_checksum(key, e)) {
     throw DamagedRow{};
   }
@@ -662,6 +693,7 @@ void ProfileCache::write_rows(const std::map<ProfileKey, ProfileEntry>& rows) {
         bind_text(db, s, 9, e.description);
         sqlite3_bind_int64(s, 10, row_checksum(key, e));
         sqlite3_bind_int(s, 11, e.schedule);
+        bind_text(db, s, 12, encode_link_savings(e.link_savings));
         step(db, s, "storing a profile");
       }
       if (many) {
@@ -694,6 +726,10 @@ void ProfileCache::store(const ProfileKey& key, const ProfileEntry& entry) {
     fail("profile cache: refusing to store a verified measurement with an invalid time (", entry.median_seconds,
          " s) for kernel ", hash_hex(key.structural_hash));
   }
+  for (double v : entry.link_savings)
+    if (!std::isfinite(v))
+      fail("profile cache: refusing to store an invalid layout-link saving (", v, " s) for kernel ",
+           hash_hex(key.structural_hash));
   if (entry.samples < 0) {
     fail("profile cache: refusing to store a negative sample count for kernel ", hash_hex(key.structural_hash));
   }

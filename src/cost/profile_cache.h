@@ -29,6 +29,7 @@
 #include <optional>
 #include <string>
 #include <tuple>
+#include <vector>
 
 namespace korch {
 
@@ -50,7 +51,17 @@ struct ProfileEntry {
   int samples = 0;
   std::string description;  // backend/schedule description or the reason it was dropped
   int schedule = 0;         // the schedule variant median_seconds was measured with (the fastest)
+  // Seconds of median_seconds spent converting activations between the dense layout and the
+  // backend's internal one, saved when a neighbouring kernel hands the tensor over in that
+  // layout (layout linking): [0] the output, [1 + i] input i (Kernel::inputs order); negative
+  // where that tensor has no internal layout. Empty when the kernel converts nothing.
+  std::vector<double> link_savings;
 };
+
+// link_savings as stored in the cache ("%.17g" numbers separated by spaces) and back; a text
+// that does not parse gives nullopt.
+std::string encode_link_savings(const std::vector<double>& savings);
+std::optional<std::vector<double>> decode_link_savings(const std::string& text);
 
 class ProfileCache {
  public:

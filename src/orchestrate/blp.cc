@@ -49,13 +49,35 @@ std::vector<int> prune(const SelectionProblem& problem, std::vector<int> chosen)
   return kept;
 }
 
-double total_cost(const SelectionProblem& problem, const std::vector<int>& chosen) {
-  double c = 0;
-  for (int k : chosen) c += problem.candidates[k].cost;
-  return c;
+bool reads_linked(const SelectionProblem::Candidate& c, int t) {
+  return std::any_of(c.input_link_savings.begin(), c.input_link_savings.end(),
+                     [t](const std::pair<int, double>& in) { return in.first == t; });
 }
 
 }  // namespace
+
+double selection_cost(const SelectionProblem& problem, const std::vector<int>& chosen) {
+  std::vector<int> producer(problem.num_tensors, -1);
+  double cost = 0;
+  for (int k : chosen) {
+    cost += problem.candidates[k].cost;
+    int& p = producer[problem.candidates[k].output];
+    if (p < 0) p = k;
+  }
+  std::vector<char> linked(problem.num_tensors, 0);
+  for (int t = 0; t < problem.num_tensors; ++t)
+    linked[t] = producer[t] >= 0 && problem.candidates[producer[t]].output_link_saving >= 0;
+  for (int t : problem.required) linked[t] = 0;
+  for (int k : chosen)
+    for (int t : problem.candidates[k].needs)
+      if (!reads_linked(problem.candidates[k], t)) linked[t] = 0;
+  for (int t = 0; t < problem.num_tensors; ++t)
+    if (linked[t]) cost -= problem.candidates[producer[t]].output_link_saving;
+  for (int k : chosen)
+    for (auto [t, saving] : problem.candidates[k].input_link_savings)
+      if (linked[t]) cost -= saving;
+  return cost;
+}
 
 SelectionResult solve_selection_blp(const SelectionProblem& problem, const std::vector<int>& warm_start,
                                     double time_limit_seconds) {
@@ -108,6 +130,46 @@ SelectionResult solve_selection_blp(const SelectionProblem& problem, const std::
     val.assign(idx.size(), 1.0);
     Cbc_addRow(model, "", static_cast<int>(idx.size()), idx.data(), val.data(), 'G', 1.0);
   }
+  // Layout links: z_k (output kept in the internal layout) and w_kt (input t read in it).
+  int num_cols = n;
+  std::vector<char> is_required(problem.num_tensors, 0);
+  for (int t : problem.required) is_required[t] = 1;
+  std::vector<std::vector<int>> readers(problem.num_tensors);
+  for (int k = 0; k < n; ++k)
+    for (int t : problem.candidates[k].needs) readers[t].push_back(k);
+  std::vector<std::vector<int>> link_columns(problem.num_tensors);  // z columns of t's producers
+  for (int k = 0; k < n; ++k) {
+    const auto& c = problem.candidates[k];
+    if (c.output_link_saving < 0 || is_required[c.output]) continue;
+    int z = num_cols++;
+    Cbc_addCol(model, "", 0.0, 1.0, -c.output_link_saving, 0, 0, nullptr, nullptr);
+    link_columns[c.output].push_back(z);
+    idx = {z, k};
+    val = {1.0, -1.0};
+    Cbc_addRow(model, "", 2, idx.data(), val.data(), 'L', 0.0);
+    for (int h : readers[c.output]) {
+      if (reads_linked(problem.candidates[h], c.output)) continue;
+      idx = {z, h};
+      val = {1.0, 1.0};
+      Cbc_addRow(model, "", 2, idx.data(), val.data(), 'L', 1.0);
+    }
+  }
+  for (int k = 0; k < n; ++k)
+    for (auto [t, saving] : problem.candidates[k].input_link_savings) {
+      if (link_columns[t].empty() || saving <= 0) continue;
+      int w = num_cols++;
+      Cbc_addCol(model, "", 0.0, 1.0, -saving, 0, 0, nullptr, nullptr);
+      idx = {w, k};
+      val = {1.0, -1.0};
+      Cbc_addRow(model, "", 2, idx.data(), val.data(), 'L', 0.0);
+      idx = {w};
+      val = {1.0};
+      for (int z : link_columns[t]) {
+        idx.push_back(z);
+        val.push_back(-1.0);
+      }
+      Cbc_addRow(model, "", static_cast<int>(idx.size()), idx.data(), val.data(), 'L', 0.0);
+    }
   if (!warm_start.empty() && selection_is_feasible(problem, warm_start)) {
     std::vector<int> cols(n);
     std::vector<double> values(n, 0.0);
@@ -135,7 +197,18 @@ SelectionResult solve_selection_blp(const SelectionProblem& problem, const std::
   result.lower_bound = Cbc_getBestPossibleObjValue(model);
   Cbc_deleteModel(model);
   result.chosen = prune(problem, chosen);
-  result.cost = total_cost(problem, result.chosen);
+  result.cost = selection_cost(problem, result.chosen);
+  // Stopped early, CBC may hold an incumbent worse than the start it was given: never return
+  // a selection worse than the warm start.
+  if (!warm_start.empty() && selection_is_feasible(problem, warm_start)) {
+    std::vector<int> start = prune(problem, warm_start);
+    double start_cost = selection_cost(problem, start);
+    if (start_cost < result.cost) {
+      result.chosen = std::move(start);
+      result.cost = start_cost;
+      result.proven_optimal = false;
+    }
+  }
   if (result.proven_optimal) {
     result.status = "optimal";
     result.lower_bound = result.cost;
@@ -154,14 +227,12 @@ SelectionResult solve_selection_brute_force(const SelectionProblem& problem) {
   best.cost = std::numeric_limits<double>::infinity();
   std::vector<int> chosen;
   for (uint64_t mask = 0; mask < (uint64_t{1} << n); ++mask) {
-    double c = 0;
     chosen.clear();
     for (int k = 0; k < n; ++k)
-      if (mask >> k & 1) {
-        chosen.push_back(k);
-        c += problem.candidates[k].cost;
-      }
-    if (c >= best.cost || !selection_is_feasible(problem, chosen)) continue;
+      if (mask >> k & 1) chosen.push_back(k);
+    if (!selection_is_feasible(problem, chosen)) continue;
+    double c = selection_cost(problem, chosen);
+    if (c >= best.cost) continue;
     best.cost = c;
     best.chosen = chosen;
   }

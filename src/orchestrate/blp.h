@@ -1,12 +1,20 @@
 // The kernel-selection binary linear program (DESIGN.md, "The binary linear program"):
-//   minimise sum_k c_k x_k over x_k in {0,1}
+//   minimise sum_k c_k x_k - sum_k o_k z_k - sum_(k,t) i_kt w_kt over x_k in {0,1}
 //   s.t. every required tensor is the output of a selected kernel,
 //        every selected kernel's materialised inputs are outputs of selected kernels,
 //        every primitive lies in a selected kernel (valid strengthening: all primitives reach
 //        a required tensor, so every feasible selection covers them).
+// Layout links (DESIGN.md, "Layout linking"): c_k is the kernel's time among dense-layout
+// neighbours. z_k = 1 means k's output stays in the backend's internal layout, saving o_k:
+//   z_k <= x_k, z_k = 0 for required outputs, z_k + x_h <= 1 for every kernel h that reads
+//   the output but cannot take it in that layout.
+// w_kt = 1 means k reads t in the internal layout, saving i_kt:
+//   w_kt <= x_k, w_kt <= sum of z_p over the linkable producers p of t.
+// z and w are continuous in [0, 1]; with x integral an optimum has them 0 or 1.
 // Solved with COIN-OR CBC (C API, CbcMain1 defaults), warm-started, within a time limit.
 #pragma once
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace korch {
@@ -17,6 +25,11 @@ struct SelectionProblem {
     int output = -1;          // local tensor id it materialises
     std::vector<int> needs;   // local tensor ids that must be materialised by others
     std::vector<int> covers;  // local primitive ids it computes
+    // Seconds saved when the output stays in the backend's internal layout (negative: it
+    // cannot stay).
+    double output_link_saving = -1;
+    // (local tensor, seconds saved) for the inputs it can read in the internal layout.
+    std::vector<std::pair<int, double>> input_link_savings;
   };
   int num_tensors = 0;
   int num_prims = 0;
@@ -35,6 +48,10 @@ struct SelectionResult {
 
 SelectionResult solve_selection_blp(const SelectionProblem& problem, const std::vector<int>& warm_start,
                                     double time_limit_seconds);
+// The cost of a selection: its kernels' costs less the link savings it realises (a selected
+// kernel's output is linked when it can be, is not required, and every selected reader takes
+// it in the internal layout; readers of a linked tensor save their input saving).
+double selection_cost(const SelectionProblem& problem, const std::vector<int>& chosen);
 // Exhaustive search over all candidate subsets (for tests; at most ~24 candidates).
 SelectionResult solve_selection_brute_force(const SelectionProblem& problem);
 // Whether a set of candidates satisfies every constraint (coverage rows excluded).

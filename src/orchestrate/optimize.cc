@@ -52,6 +52,12 @@ class PricedCache {
     return it->second;
   }
   bool is_measured(const Kernel& k) const { return measured_.count(k.hash) != 0; }
+  // The measurer's link savings for a measured kernel (KernelMeasurer::link_savings); empty
+  // for kernels not measured.
+  std::vector<double> link_savings(const Kernel& k) const {
+    auto it = link_savings_.find(k.hash);
+    return it == link_savings_.end() ? std::vector<double>{} : it->second;
+  }
   // Takes a measurement a previous run left in the profile cache (nothing is compiled), so
   // that a warm run starts from measured prices and needs few solves.
   void take_cached(Kernel& k) {
@@ -100,12 +106,14 @@ class PricedCache {
   std::unordered_map<uint64_t, double> cache_;
   std::unordered_map<uint64_t, std::optional<double>> measured_;
   std::unordered_map<uint64_t, int> schedules_;  // the measured schedule variant
+  std::unordered_map<uint64_t, std::vector<double>> link_savings_;
   std::unordered_set<uint64_t> requested_;
 
   // A generated kernel's measurement (and the variant it was measured with).
   void record_measurement(const Kernel& k, std::optional<double> m) {
     measured_.emplace(k.hash, m);
     schedules_[k.hash] = measurer_->schedule(k);
+    link_savings_[k.hash] = measurer_->link_savings(k);
     double ratio = *m / std::max(estimate(k), 1e-12);
     double& r = min_ratio_[k.num_linear > 0];
     r = r > 0 ? std::min(r, ratio) : ratio;
@@ -160,9 +168,33 @@ std::vector<char> protected_boundaries(const PrimGraph& g, const std::vector<con
   return result;
 }
 
+// What layout linking saves in a whole plan (the plan's kernels as one selection over the
+// graph, so links across partition boundaries count too).
+double plan_link_savings(const PrimGraph& g, const Plan& plan, const PricedCache& prices) {
+  Partition whole;
+  for (PrimId p = 0; p < g.num_prims(); ++p) whole.prims.push_back(p);
+  whole.required = g.outputs();
+  std::vector<std::vector<double>> links;
+  bool any = false;
+  for (const Kernel& k : plan.kernels) {
+    links.push_back(prices.link_savings(k));
+    any = any || !links.back().empty();
+  }
+  if (!any) return 0;
+  SelectionProblem problem = selection_problem(g, whole, plan.kernels, &links);
+  std::vector<int> all(plan.kernels.size());
+  double cost = 0;
+  for (size_t i = 0; i < all.size(); ++i) {
+    all[i] = static_cast<int>(i);
+    cost += plan.kernels[i].cost;
+  }
+  return cost - selection_cost(problem, all);
+}
+
 }  // namespace
 
-SelectionProblem selection_problem(const PrimGraph& g, const Partition& part, const std::vector<Kernel>& candidates) {
+SelectionProblem selection_problem(const PrimGraph& g, const Partition& part, const std::vector<Kernel>& candidates,
+                                   const std::vector<std::vector<double>>* link_savings) {
   SelectionProblem problem;
   PrimId base = part.prims.front();
   problem.num_prims = static_cast<int>(part.prims.size());
@@ -171,13 +203,21 @@ SelectionProblem selection_problem(const PrimGraph& g, const Partition& part, co
     PrimId p = g.tensor(t).producer;
     return (p == kNone || p < base || p >= base + problem.num_prims) ? -1 : p - base;
   };
-  for (const Kernel& k : candidates) {
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    const Kernel& k = candidates[i];
     SelectionProblem::Candidate c;
     c.cost = k.cost;
     c.output = local(k.output);
     KORCH_CHECK(c.output >= 0, "candidate output outside its partition");
     for (TensorId t : k.inputs)
       if (local(t) >= 0) c.needs.push_back(local(t));
+    if (link_savings && !(*link_savings)[i].empty()) {
+      const std::vector<double>& s = (*link_savings)[i];
+      KORCH_CHECK(s.size() == k.inputs.size() + 1, "link savings of a candidate do not match its inputs");
+      c.output_link_saving = s[0];
+      for (size_t j = 0; j < k.inputs.size(); ++j)
+        if (s[1 + j] >= 0 && local(k.inputs[j]) >= 0) c.input_link_savings.emplace_back(local(k.inputs[j]), s[1 + j]);
+    }
     for (PrimId p : k.prims) c.covers.push_back(p - base);
     problem.candidates.push_back(std::move(c));
   }
@@ -276,6 +316,7 @@ OptimizeResult optimize(const PrimGraph& g, CostModel& cost, const OptimizeOptio
       std::vector<int> previous;  // last round's choice (candidate indices)
       while (true) {
         std::vector<Kernel> active;
+        std::vector<std::vector<double>> active_links;
         std::vector<int> active_index, active_warm, active_previous;
         for (size_t i = 0; i < cands.size(); ++i) {
           if (dropped[i]) continue;
@@ -286,14 +327,11 @@ OptimizeResult optimize(const PrimGraph& g, CostModel& cost, const OptimizeOptio
             active_previous.push_back(static_cast<int>(active.size()));
           active_index.push_back(static_cast<int>(i));
           active.push_back(cands[i]);
+          active_links.push_back(prices.link_savings(cands[i]));
         }
-        SelectionProblem problem = selection_problem(g, part, active);
+        SelectionProblem problem = selection_problem(g, part, active, &active_links);
         // Warm start with the cheaper of last round's choice and the greedy plan.
-        auto cost_of = [&](const std::vector<int>& ks) {
-          double c = 0;
-          for (int k : ks) c += active[k].cost;
-          return c;
-        };
+        auto cost_of = [&](const std::vector<int>& ks) { return selection_cost(problem, ks); };
         const std::vector<int>* start = &active_warm;
         if (!active_previous.empty() && selection_is_feasible(problem, active_previous) &&
             (!selection_is_feasible(problem, active_warm) || cost_of(active_previous) < cost_of(active_warm)))
@@ -341,6 +379,8 @@ OptimizeResult optimize(const PrimGraph& g, CostModel& cost, const OptimizeOptio
   sort_plan(g, korch);
   validate_plan_or_throw(g, korch);
   result.korch = std::move(korch);
+  for (Plan* plan : {&result.korch, &result.greedy, &result.per_op, &result.per_primitive})
+    plan->link_savings_seconds = plan_link_savings(g, *plan, prices);
   result.num_priced = prices.size();
   result.num_measured = prices.num_measured();
   result.num_dropped = prices.num_dropped();

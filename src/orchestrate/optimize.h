@@ -53,7 +53,9 @@ struct OptimizeResult {
 OptimizeResult optimize(const PrimGraph& g, CostModel& cost, const OptimizeOptions& options = {});
 
 // The BLP of one partition over priced candidate kernels (local ids: primitives by position,
-// tensors by their producer's position).
-SelectionProblem selection_problem(const PrimGraph& g, const Partition& part, const std::vector<Kernel>& candidates);
+// tensors by their producer's position). link_savings (optional, parallel to candidates):
+// each kernel's KernelMeasurer::link_savings (empty: none).
+SelectionProblem selection_problem(const PrimGraph& g, const Partition& part, const std::vector<Kernel>& candidates,
+                                   const std::vector<std::vector<double>>* link_savings = nullptr);
 
 }  // namespace korch

@@ -13,7 +13,7 @@ namespace korch {
 double Plan::predicted_seconds() const {
   double s = 0;
   for (const Kernel& k : kernels) s += k.cost;
-  return s;
+  return s - link_savings_seconds;
 }
 
 void sort_plan(const PrimGraph& g, Plan& plan) {
@@ -67,6 +67,7 @@ std::string plan_to_json(const PrimGraph& g, const Plan& plan) {
   j["strategy"] = plan.strategy;
   j["cost_model"] = plan.cost_model;
   j["predicted_ms"] = plan.predicted_seconds() * 1e3;
+  if (plan.link_savings_seconds != 0) j["link_savings_ms"] = plan.link_savings_seconds * 1e3;
   j["kernels"] = nlohmann::json::array();
   for (const Kernel& k : plan.kernels) {
     nlohmann::json kj;
@@ -96,6 +97,7 @@ Plan plan_from_json(const PrimGraph& g, const std::string& text, const std::stri
            hash, "); run `korch optimize` on this model");
     plan.strategy = j.value("strategy", "loaded");
     plan.cost_model = j.value("cost_model", "");
+    plan.link_savings_seconds = j.value("link_savings_ms", 0.0) * 1e-3;
     for (const auto& kj : j.at("kernels")) {
       std::vector<PrimId> prims = kj.at("prims").get<std::vector<PrimId>>();
       for (PrimId p : prims)

@@ -14,7 +14,10 @@ struct Plan {
   std::string strategy;    // korch | greedy | per-op | per-primitive
   std::string cost_model;  // what priced the kernels
   std::vector<Kernel> kernels;
-  double predicted_seconds() const;
+  // Seconds of layout conversions the kernels' costs include but the plan does not run: tensors
+  // handed from one kernel to the next in the backend's internal layout (layout linking).
+  double link_savings_seconds = 0;
+  double predicted_seconds() const;  // kernel costs less link_savings_seconds
 };
 
 // Orders kernels topologically (by output primitive) and drops exact duplicates.

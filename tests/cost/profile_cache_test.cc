@@ -28,7 +28,7 @@ ProfileKey key(uint64_t hash, std::string backend = "cpu", std::string target = 
 }
 
 ProfileEntry measured(double seconds, std::string description = "halide: tile 32x8, vectorize 16") {
-  return ProfileEntry{true, true, seconds, 11, std::move(description)};
+  return ProfileEntry{true, true, seconds, 11, std::move(description), 0, {}};
 }
 
 std::string read_all(const std::string& path) {
@@ -101,7 +101,7 @@ class ProfileCacheTest : public ::testing::Test {
 TEST_F(ProfileCacheTest, StoreLookupRoundTrip) {
   ProfileCache cache(path_, collect());
   EXPECT_EQ(cache.path(), path_);
-  ProfileEntry e{true, true, 1.25e-4, 17, "onednn: matmul 'gemm' \"avx512\" \xce\xbc-kernel", 2};
+  ProfileEntry e{true, true, 1.25e-4, 17, "onednn: matmul 'gemm' \"avx512\" \xce\xbc-kernel", 2, {1.0 / 3, -1, 2.5e-6}};
   cache.store(key(42), e);
   auto got = cache.lookup(key(42));
   ASSERT_TRUE(got);
@@ -111,8 +111,18 @@ TEST_F(ProfileCacheTest, StoreLookupRoundTrip) {
   EXPECT_EQ(got->samples, 17);
   EXPECT_EQ(got->description, e.description);
   EXPECT_EQ(got->schedule, 2);
+  EXPECT_EQ(got->link_savings, e.link_savings);  // bit-exact through the text column
   EXPECT_EQ(cache.size(), 1);
   EXPECT_TRUE(warnings_.empty());
+}
+
+TEST(LinkSavingsText, RoundTripsAndRejectsGarbage) {
+  std::vector<double> v = {0.1, -1, 1e-300, 12345.678};
+  EXPECT_EQ(decode_link_savings(encode_link_savings(v)), v);
+  EXPECT_EQ(decode_link_savings(""), std::vector<double>{});
+  EXPECT_FALSE(decode_link_savings("0.5 x"));
+  EXPECT_FALSE(decode_link_savings("nan"));
+  EXPECT_FALSE(decode_link_savings("1 inf"));
 }
 
 TEST_F(ProfileCacheTest, StoreIsAnUpsert) {
@@ -146,7 +156,7 @@ TEST_F(ProfileCacheTest, PersistsAcrossReopen) {
   {
     ProfileCache cache(path_);
     cache.store(key(big), measured(3.5e-6));
-    cache.store(key(5), ProfileEntry{false, false, std::nan(""), 0, "reduce over a transposed axis"});
+    cache.store(key(5), ProfileEntry{false, false, std::nan(""), 0, "reduce over a transposed axis", 0, {}});
   }
   ProfileCache cache(path_, collect());
   EXPECT_TRUE(warnings_.empty());
@@ -171,8 +181,9 @@ TEST_F(ProfileCacheTest, HitAndMissCounters) {
 TEST_F(ProfileCacheTest, RefusalsAndFailedVerificationAreCached) {
   {
     ProfileCache cache(path_);
-    cache.store(key(1), ProfileEntry{false, false, std::nan(""), 0, "cpu backend: gather with a dynamic index"});
-    cache.store(key(2), ProfileEntry{true, false, 4e-3, 5, "halide: output differs from reference (max err 0.3)"});
+    cache.store(key(1), ProfileEntry{false, false, std::nan(""), 0, "cpu backend: gather with a dynamic index", 0, {}});
+    cache.store(key(2),
+                ProfileEntry{true, false, 4e-3, 5, "halide: output differs from reference (max err 0.3)", 0, {}});
   }
   ProfileCache cache(path_);
   auto refused = cache.lookup(key(1));
@@ -193,7 +204,7 @@ TEST_F(ProfileCacheTest, RejectsInvalidMeasurements) {
   EXPECT_THROW(cache.store(key(1), measured(std::nan(""))), Error);
   EXPECT_THROW(cache.store(key(1), measured(-1.0)), Error);
   EXPECT_THROW(cache.store(key(1), measured(INFINITY)), Error);
-  EXPECT_THROW(cache.store(key(1), ProfileEntry{true, true, 1.0, -3, ""}), Error);
+  EXPECT_THROW(cache.store(key(1), ProfileEntry{true, true, 1.0, -3, "", 0, {}}), Error);
   EXPECT_EQ(cache.size(), 0);
 }
 

@@ -163,6 +163,69 @@ TEST(Blp, MatchesBruteForceOnRandomDags) {
   EXPECT_EQ(checked, 200);
 }
 
+// Layout links: some candidates keep their output in an internal layout, some read inputs in
+// it; the BLP's linearisation must find the same optimum as brute force over selection_cost.
+TEST(Blp, LayoutLinksMatchBruteForceOnRandomDags) {
+  std::mt19937 rng(777);
+  int checked = 0, with_savings = 0;
+  for (int trial = 0; checked < 150 && trial < 5000; ++trial) {
+    int n = 3 + static_cast<int>(rng() % 10);
+    PrimGraph g = random_dag(rng, n);
+    Partition part = whole(g);
+    std::vector<Kernel> cands;
+    for (int bound = n; bound >= 1; --bound) {
+      CandidateOptions o;
+      o.max_prims = bound;
+      cands = enumerate_candidates(g, part, o);
+      if (cands.size() <= 18) break;
+    }
+    std::uniform_real_distribution<double> unit(0.0, 1.0);
+    std::vector<std::vector<double>> links(cands.size());
+    for (size_t i = 0; i < cands.size(); ++i) {
+      Kernel& k = cands[i];
+      k.cost = (1.0 + 9.0 * unit(rng)) * (1.0 + 0.2 * k.prims.size());
+      if (unit(rng) < 0.5) continue;
+      // Savings stay below half the cost, so a duplicate producer never pays off.
+      links[i].assign(k.inputs.size() + 1, -1.0);
+      if (unit(rng) < 0.7) links[i][0] = 0.25 * k.cost * unit(rng);
+      for (size_t j = 0; j < k.inputs.size(); ++j)
+        if (unit(rng) < 0.7) links[i][1 + j] = 0.25 * k.cost * unit(rng) / k.inputs.size();
+    }
+    SelectionProblem problem = selection_problem(g, part, cands, &links);
+    SelectionResult exact = solve_selection_brute_force(problem);
+    SelectionResult blp = solve_selection_blp(problem, {}, 30);
+    ASSERT_TRUE(blp.proven_optimal);
+    ASSERT_TRUE(selection_is_feasible(problem, blp.chosen));
+    ASSERT_NEAR(blp.cost, exact.cost, 1e-6) << "trial " << trial << " with " << n << " primitives";
+    double plain = 0;
+    for (int k : exact.chosen) plain += problem.candidates[k].cost;
+    with_savings += exact.cost < plain - 1e-9;
+    ++checked;
+  }
+  EXPECT_EQ(checked, 150);
+  EXPECT_GT(with_savings, 20);  // the links mattered in a good share of the problems
+}
+
+TEST(Blp, LinkedTensorNeedsEveryReaderToTakeTheLayout) {
+  // t0 <- A; t1 <- B(t0); t2 <- C(t0); t1 and t2 required. A's output saving counts only
+  // when both B and C read t0 in the internal layout.
+  SelectionProblem p;
+  p.num_tensors = p.num_prims = 3;
+  p.required = {1, 2};
+  SelectionProblem::Candidate a{10, 0, {}, {0}, 4, {}};
+  SelectionProblem::Candidate b{10, 1, {0}, {1}, -1, {{0, 3}}};
+  SelectionProblem::Candidate c{10, 2, {0}, {2}, -1, {}};
+  p.candidates = {a, b, c};
+  EXPECT_DOUBLE_EQ(selection_cost(p, {0, 1, 2}), 30);  // C reads t0 densely: no link
+  p.candidates[2].input_link_savings = {{0, 1}};
+  EXPECT_DOUBLE_EQ(selection_cost(p, {0, 1, 2}), 30 - 4 - 3 - 1);
+  p.required = {0, 1, 2};  // a required tensor stays dense
+  EXPECT_DOUBLE_EQ(selection_cost(p, {0, 1, 2}), 30);
+  EXPECT_DOUBLE_EQ(solve_selection_blp(p, {}, 10).cost, 30);
+  p.required = {1, 2};
+  EXPECT_DOUBLE_EQ(solve_selection_blp(p, {}, 10).cost, 22);
+}
+
 TEST(Plan, ValidationJsonAndForeignGraphs) {
   PrimGraph g = residual_net(2);
   AnalyticCostModel model{MachineFigures{}};

@@ -147,6 +147,7 @@ OptimizeRun run_optimizer(const PrimGraph& g, OptimizeFlags f, const std::string
     bool implementable(const PrimGraph& g, const Kernel& k) override { return inner->implementable(g, k); }
     std::string name() const override { return inner->name(); }
     int schedule(const Kernel& k) const override { return inner->schedule(k); }
+    std::vector<double> link_savings(const Kernel& k) const override { return inner->link_savings(k); }
     std::optional<double> cached(const PrimGraph& g, const Kernel& k) override { return inner->cached(g, k); }
   } measurer;
   measurer.inner = profiler.get();
@@ -196,7 +197,7 @@ int run_optimize(const std::string& model_path, const std::vector<std::string>& 
                  const std::string& dot_path, const std::string& baseline_dir, const OptimizeFlags& flags) {
   ImportedModel m = import_onnx_file(model_path, import_options(shapes));
   std::cout << "model: " << model_path << "  (" << m.graph.num_prims() << " primitives)\n";
-  OptimizeRun run = run_optimizer(m.graph, flags);
+  OptimizeRun run = run_optimizer(m.graph, flags, "measured");
   const OptimizeResult& r = run.result;
   print_summary(run, machine_from(flags));
   if (!out.empty()) {
@@ -279,16 +280,40 @@ int run_model(const std::string& model_path, const std::vector<std::string>& sha
   std::cout << "ran " << plan.kernels.size() << " kernels in " << seconds * 1e3 << " ms (" << flags.threads
             << " threads, first run; `korch bench` measures steady state)\n";
   if (profile) {
-    std::cout << "\nper-kernel profile:\n";
-    const auto& t = runtime.last_timings();
-    for (size_t i = 0; i < t.size(); ++i) {
+    // Steady state: the median of each kernel's time over kProfileRuns runs after a warm-up,
+    // next to the time the plan predicted for it (measured alone, before layout links).
+    constexpr int kProfileRuns = 10;
+    runtime.run(inputs);
+    std::vector<std::vector<double>> samples(plan.kernels.size());
+    std::vector<std::string> descriptions(plan.kernels.size());
+    for (int r = 0; r < kProfileRuns; ++r) {
+      runtime.run(inputs);
+      const auto& t = runtime.last_timings();
+      for (size_t i = 0; i < t.size() && i < samples.size(); ++i) {
+        samples[i].push_back(t[i].seconds);
+        descriptions[i] = t[i].description;
+      }
+    }
+    double total = 0, total_predicted = 0;
+    std::cout << "\nper-kernel profile (median of " << kProfileRuns
+              << " runs after a warm-up; predicted: measured alone, before layout links):\n"
+              << "     #  median ms  predicted ms  kernel\n";
+    for (size_t i = 0; i < samples.size(); ++i) {
+      std::vector<double>& v = samples[i];
+      std::sort(v.begin(), v.end());
+      double median = v.empty() ? 0 : v[v.size() / 2];
+      total += median;
+      total_predicted += plan.kernels[i].cost;
       std::string ops;
       for (PrimId p : plan.kernels[i].prims)
         ops += std::string(ops.empty() ? "" : "+") + prim_op_name(m.graph.prim(p).op);
-      std::cout << "  " << std::setw(4) << i << std::setw(10) << std::fixed << std::setprecision(3)
-                << t[i].seconds * 1e3 << " ms  " << ops << "  [" << t[i].description << "]\n"
+      std::cout << "  " << std::setw(4) << i << std::setw(11) << std::fixed << std::setprecision(3) << median * 1e3
+                << std::setw(14) << plan.kernels[i].cost * 1e3 << "  " << ops << "  [" << descriptions[i] << "]\n"
                 << std::defaultfloat;
     }
+    std::cout << "  total " << std::fixed << std::setprecision(3) << total * 1e3 << " ms, predicted "
+              << total_predicted * 1e3 << " ms less " << plan.link_savings_seconds * 1e3 << " ms of layout links\n"
+              << std::defaultfloat;
   }
   return 0;
 }

@@ -3,6 +3,7 @@
 // shapes) and writes its output buffer. Backends return nullptr (and say why) when a
 // candidate cannot be implemented as ONE kernel; such candidates are dropped.
 #pragma once
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -35,6 +36,8 @@ class CompiledKernel {
   // The layout input `input` (Kernel::inputs index) is reordered into before use, when it
   // differs from the dense one ("" otherwise, or when the kernel reads it in several layouts).
   virtual std::string input_layout(int /*input*/) const { return ""; }
+  // Bytes input `input` occupies in input_layout(input) (0 when that is empty).
+  virtual int64_t input_layout_bytes(int /*input*/) const { return 0; }
   // From now on input `input` arrives already in input_layout(input) (its reorder is skipped),
   // and the output is written in output_layout() (no reorder to the dense buffer).
   virtual void keep_input_layout(int /*input*/) {}

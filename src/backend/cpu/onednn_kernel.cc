@@ -847,6 +847,12 @@ class OnednnKernel final : public CompiledKernel {
     }
     return key;
   }
+  int64_t input_layout_bytes(int input) const override {
+    if (input_layout(input).empty()) return 0;
+    for (const Binding& b : bindings_)
+      if (b.input == input) return static_cast<int64_t>(b.internal.get_desc().get_size());
+    return 0;
+  }
   void keep_input_layout(int input) override {
     for (Binding& b : bindings_)
       if (b.input == input && !b.kept) {
