@@ -344,10 +344,25 @@ OptimizeResult optimize(const PrimGraph& g, CostModel& cost, const OptimizeOptio
         previous = sel.chosen;
         if (!prices.measuring()) break;
         bool all_measured = true;
+        std::vector<TensorId> new_outputs;
         for (int k : sel.chosen) {
           if (prices.is_measured(cands[k])) continue;
           all_measured = false;
+          new_outputs.push_back(cands[k].output);
           if (!prices.measure(cands[k], cands[k].prims.size() == 1)) dropped[k] = 1;
+        }
+        // The kernels that would replace one found dearer than its estimate are mostly its
+        // rivals for the same output: measure the cheapest-looking few of them in this round
+        // too (fewer rounds, each of which is a BLP solve).
+        for (TensorId out : new_outputs) {
+          std::vector<int> rivals;
+          for (size_t i = 0; i < cands.size(); ++i)
+            if (!dropped[i] && cands[i].output == out && !prices.is_measured(cands[i]))
+              rivals.push_back(static_cast<int>(i));
+          std::sort(rivals.begin(), rivals.end(), [&](int a, int b) { return cands[a].cost < cands[b].cost; });
+          if (rivals.size() > static_cast<size_t>(options.rivals_per_round)) rivals.resize(options.rivals_per_round);
+          for (int k : rivals)
+            if (!prices.measure(cands[k], cands[k].prims.size() == 1)) dropped[k] = 1;
         }
         for (size_t i = 0; i < cands.size(); ++i)
           if (!dropped[i] && prices.is_measured(cands[i]) && !prices.measure(cands[i], cands[i].prims.size() == 1))

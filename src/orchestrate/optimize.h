@@ -20,6 +20,9 @@ struct OptimizeOptions {
   // dropped (the partition's plan is then optimal over the kernels measured so far, and its
   // status says so). Bounds the optimisation time where each round brings in new kernels.
   int max_profiling_rounds = 40;
+  // Per kernel a round measures, up to this many unmeasured rivals (candidates with the same
+  // output) are measured with it, cheapest estimate first.
+  int rivals_per_round = 4;
   // When set, costs are measured lazily: solve with the cost model's (analytic lower-bound)
   // prices, measure the kernels the optimum uses, re-solve, until the optimum uses only
   // measured kernels; baseline plans are measured in full.
