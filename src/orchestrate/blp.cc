@@ -206,14 +206,13 @@ SelectionResult solve_selection_blp(const SelectionProblem& problem, const std::
     if (start_cost < result.cost) {
       result.chosen = std::move(start);
       result.cost = start_cost;
-      result.proven_optimal = false;
     }
   }
   if (result.proven_optimal) {
     result.status = "optimal";
     result.lower_bound = result.cost;
   } else {
-    double gap = result.cost > 0 ? (result.cost - result.lower_bound) / result.cost : 0;
+    double gap = result.cost > 0 ? std::max(0.0, (result.cost - result.lower_bound) / result.cost) : 0;
     result.status = str_cat("time limit, gap ", std::round(gap * 10000) / 100, "%");
   }
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
