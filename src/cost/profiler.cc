@@ -38,6 +38,15 @@ double dense_bytes(const PrimGraph& g, TensorId t) {
   return static_cast<double>(num_elements(g.tensor(t).shape)) * dtype_size(g.tensor(t).dtype);
 }
 
+// (pointer, dense bytes) of a kernel's inputs: what CacheState::prepare reads back.
+std::vector<std::pair<const void*, int64_t>> input_spans(const PrimGraph& g, const Kernel& k,
+                                                         const std::vector<const void*>& inputs) {
+  std::vector<std::pair<const void*, int64_t>> spans;
+  for (size_t i = 0; i < inputs.size(); ++i)
+    spans.emplace_back(inputs[i], static_cast<int64_t>(dense_bytes(g, k.inputs[i])));
+  return spans;
+}
+
 // What layout linking saves on a kernel that converts activations between the dense layout and
 // an internal one (oneDNN convolutions): the kernel is timed again with every such input
 // arriving, and its output left, in the internal layout, and the difference to `dense_seconds`
@@ -56,9 +65,7 @@ std::vector<double> measure_link_savings(const PrimGraph& g, const Kernel& k, cp
   // filled with a harmless value: only the time matters.
   std::vector<std::vector<float>> buffers;
   std::vector<const void*> ptrs = inputs;
-  std::vector<std::pair<const void*, int64_t>> touched;
-  for (size_t i = 0; i < inputs.size(); ++i)
-    touched.emplace_back(inputs[i], static_cast<int64_t>(dense_bytes(g, k.inputs[i])));
+  std::vector<std::pair<const void*, int64_t>> touched = input_spans(g, k, inputs);
   buffers.reserve(linked_inputs.size() + 1);
   auto buffer = [&](int64_t bytes) {
     buffers.emplace_back(static_cast<size_t>((bytes + 3) / 4 + 16), 0.25f);
@@ -231,9 +238,7 @@ ProfileEntry CpuProfiler::profile_variant(const PrimGraph& g, const Kernel& k, c
       if (log_) log_(str_cat("dropped kernel [", kernel_summary(g, k), "]: ", entry.description));
     } else {
       TensorData scratch(out.dtype, out.shape);
-      std::vector<std::pair<const void*, int64_t>> touched;
-      for (size_t i = 0; i < inputs.size(); ++i)
-        touched.emplace_back(inputs[i], static_cast<int64_t>(dense_bytes(g, k.inputs[i])));
+      std::vector<std::pair<const void*, int64_t>> touched = input_spans(g, k, inputs);
       entry.median_seconds = median_run_seconds([&] { compiled->run(inputs, scratch.raw()); }, 5, 0.02,
                                                 [&] { cache_state_.prepare(touched); });
       entry.samples = 1;
@@ -254,8 +259,7 @@ std::optional<double> CpuProfiler::measure(const PrimGraph& g, const Kernel& k) 
   if (cache_) {
     if (auto hit = cache_->lookup(key)) {
       ++stats_.cache_hits;
-      schedules_[k.hash] = hit->schedule;
-      link_savings_[k.hash] = hit->link_savings;
+      remember(k, *hit);
       if (hit->implementable && hit->verified) return hit->median_seconds;
       return std::nullopt;
     }
@@ -290,8 +294,7 @@ std::optional<double> CpuProfiler::measure(const PrimGraph& g, const Kernel& k) 
     ++stats_.measured;
   else
     ++stats_.dropped;
-  schedules_[k.hash] = best.schedule;
-  link_savings_[k.hash] = best.link_savings;
+  remember(k, best);
   if (cache_) cache_->store(key, best);
   stats_.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (best.implementable && best.verified) return best.median_seconds;
@@ -303,9 +306,13 @@ std::optional<double> CpuProfiler::cached(const PrimGraph& /*g*/, const Kernel& 
   auto hit = cache_->lookup(cache_key(k));
   if (!hit || !hit->implementable || !hit->verified) return std::nullopt;
   ++stats_.cache_hits;
-  schedules_[k.hash] = hit->schedule;
-  link_savings_[k.hash] = hit->link_savings;
+  remember(k, *hit);
   return hit->median_seconds;
+}
+
+void CpuProfiler::remember(const Kernel& k, const ProfileEntry& entry) {
+  schedules_[k.hash] = entry.schedule;
+  link_savings_[k.hash] = entry.link_savings;
 }
 
 std::vector<double> CpuProfiler::link_savings(const Kernel& k) const {

@@ -68,6 +68,8 @@ class CpuProfiler : public KernelMeasurer {
 
   ProfileEntry profile_variant(const PrimGraph& g, const Kernel& k, const std::vector<const void*>& inputs,
                                std::optional<TensorData>& want);
+  // Keeps what schedule() and link_savings() report for the kernel's structure.
+  void remember(const Kernel& k, const ProfileEntry& entry);
   ProfileKey cache_key(const Kernel& k) const { return ProfileKey{k.hash, "cpu", target_, versions()}; }
 };
 

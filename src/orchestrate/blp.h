@@ -4,7 +4,7 @@
 //        every selected kernel's materialised inputs are outputs of selected kernels,
 //        every primitive lies in a selected kernel (valid strengthening: all primitives reach
 //        a required tensor, so every feasible selection covers them).
-// Layout links (DESIGN.md, "Layout linking"): c_k is the kernel's time among dense-layout
+// Layout links (README, "Layout links in the BLP"): c_k is the kernel's time among dense-layout
 // neighbours. z_k = 1 means k's output stays in the backend's internal layout, saving o_k:
 //   z_k <= x_k, z_k = 0 for required outputs, z_k + x_h <= 1 for every kernel h that reads
 //   the output but cannot take it in that layout.

@@ -135,6 +135,19 @@ PrimGraph random_dag(std::mt19937& rng, int n) {
   return g;
 }
 
+// The candidates of the largest kernel-size bound that yields at most `limit` of them (brute
+// force stays feasible).
+std::vector<Kernel> candidates_at_most(const PrimGraph& g, const Partition& part, size_t limit) {
+  std::vector<Kernel> cands;
+  for (int bound = g.num_prims(); bound >= 1; --bound) {
+    CandidateOptions o;
+    o.max_prims = bound;
+    cands = enumerate_candidates(g, part, o);
+    if (cands.size() <= limit) break;
+  }
+  return cands;
+}
+
 TEST(Blp, MatchesBruteForceOnRandomDags) {
   std::mt19937 rng(12345);
   int checked = 0;
@@ -142,13 +155,7 @@ TEST(Blp, MatchesBruteForceOnRandomDags) {
     int n = 3 + static_cast<int>(rng() % 10);  // 3..12 primitives
     PrimGraph g = random_dag(rng, n);
     Partition part = whole(g);
-    std::vector<Kernel> cands;
-    for (int bound = n; bound >= 1; --bound) {
-      CandidateOptions o;
-      o.max_prims = bound;
-      cands = enumerate_candidates(g, part, o);
-      if (cands.size() <= 20) break;
-    }
+    std::vector<Kernel> cands = candidates_at_most(g, part, 20);
     std::uniform_real_distribution<double> cost(1.0, 10.0);
     for (Kernel& k : cands) k.cost = cost(rng) * (1.0 + 0.2 * k.prims.size());
     SelectionProblem problem = selection_problem(g, part, cands);
@@ -172,13 +179,7 @@ TEST(Blp, LayoutLinksMatchBruteForceOnRandomDags) {
     int n = 3 + static_cast<int>(rng() % 10);
     PrimGraph g = random_dag(rng, n);
     Partition part = whole(g);
-    std::vector<Kernel> cands;
-    for (int bound = n; bound >= 1; --bound) {
-      CandidateOptions o;
-      o.max_prims = bound;
-      cands = enumerate_candidates(g, part, o);
-      if (cands.size() <= 18) break;
-    }
+    std::vector<Kernel> cands = candidates_at_most(g, part, 18);
     std::uniform_real_distribution<double> unit(0.0, 1.0);
     std::vector<std::vector<double>> links(cands.size());
     for (size_t i = 0; i < cands.size(); ++i) {
