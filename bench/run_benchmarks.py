@@ -99,7 +99,7 @@ def _peer_main(args):
             so.inter_op_num_threads = 1
             so.execution_mode = rt.ExecutionMode.ORT_SEQUENTIAL
             so.graph_optimization_level = rt.GraphOptimizationLevel.ORT_ENABLE_ALL
-            so.add_session_config_entry("session.intra_op.allow_spinning", "1" if args.spin else "0")
+            so.add_session_config_entry("session.intra_op.allow_spinning", "0" if args.passive else "1")
             t0 = time.perf_counter()
             sess = rt.InferenceSession(os.path.join(args.case_dir, "model.onnx"), so,
                                        providers=["CPUExecutionProvider"])
@@ -459,6 +459,9 @@ def parse_optimize(out):
     if plans:
         r["plans"] = plans
     grab(r"korch vs greedy: ([\d.]+)x", "predicted_speedup_vs_greedy")
+    grab(r"plan race: (.*)", "plan_race", str)
+    grab(r"\(the BLP's plan: (\d+) kernels, predicted ([\d.eE+-]+) ms", "blp_kernels", int)
+    grab(r"\(the BLP's plan: \d+ kernels, predicted ([\d.eE+-]+) ms", "blp_predicted_ms")
     r["not_optimal_partitions"] = re.findall(r"^\s+partition \d+ .*$", out, re.M)
     return r
 
@@ -472,9 +475,11 @@ def parse_profile(out):
     return ks, (float(m.group(2)) if m else None)
 
 
-def korch_env():
+def korch_env(args):
+    """korch's environment: the user's, plus OMP_WAIT_POLICY=PASSIVE under --passive."""
     env = dict(os.environ)
-    env["OMP_WAIT_POLICY"] = "PASSIVE"
+    if args.passive:
+        env["OMP_WAIT_POLICY"] = "PASSIVE"
     return env
 
 
@@ -526,7 +531,7 @@ def build_export(args, korch_bin, work, model, plan, in_paths, korch_outs, out_n
               ["-DKORCH_MODEL_DIR=" + pkg, "-DCMAKE_BUILD_TYPE=Release"]),
              ("build", ["cmake", "--build", cons, "-j", T])]
     for what, argv in steps:
-        rc, out, err, secs = run_cmd(argv, args.export_timeout, env=korch_env(),
+        rc, out, err, secs = run_cmd(argv, args.export_timeout, env=korch_env(args),
                                      log_path=os.path.join(edir, what + ".log"))
         info[what + "_s"] = round(secs, 1)
         if rc != 0:
@@ -543,7 +548,7 @@ def build_export(args, korch_bin, work, model, plan, in_paths, korch_outs, out_n
     argv = [exe, pkg, "--threads", T] + ins
     odir = os.path.join(edir, "outputs")
     os.makedirs(odir)
-    rc, out, err, secs = run_cmd(argv + ["--output-dir", odir], args.run_timeout, env=korch_env(),
+    rc, out, err, secs = run_cmd(argv + ["--output-dir", odir], args.run_timeout, env=korch_env(args),
                                  log_path=os.path.join(edir, "run.log"))
     if rc != 0:
         raise RuntimeError("run: " + first_error(out, err, rc, args.run_timeout))
@@ -601,7 +606,7 @@ def bench_model(args, name, korch_bin):
         argv = [korch_bin, "optimize", model, "--cost", "measured", "--cache", cache, "-o", ppath,
                 "--baselines", pdir, "--threads", T]
         log(name, ": korch optimize (%s cache)" % phase)
-        rc, out, err, secs = run_cmd(argv, args.optimize_timeout, env=korch_env(),
+        rc, out, err, secs = run_cmd(argv, args.optimize_timeout, env=korch_env(args),
                                      log_path=os.path.join(work, "optimize_%s.log" % phase))
         o = {"seconds": round(secs, 2), "rc": rc, "command": " ".join(
             os.path.relpath(a, REPO) if a.startswith(REPO) else a for a in argv)}
@@ -644,7 +649,7 @@ def bench_model(args, name, korch_bin):
         argv = [korch_bin, "run", model, "--plan", plan] + in_specs + \
             ["--output", os.path.join(outs_dir, "korch"), "--profile", "--threads", T]
         log(name, ": korch run --output --profile")
-        rc, out, err, secs = run_cmd(argv, args.run_timeout, env=korch_env(),
+        rc, out, err, secs = run_cmd(argv, args.run_timeout, env=korch_env(args),
                                      log_path=os.path.join(work, "korch_run_profile.log"))
         if rc == 0:
             ks, first_ms = parse_profile(out)
@@ -686,7 +691,7 @@ def bench_model(args, name, korch_bin):
     peers = {}
     eng = {e: {} for e in engines}
     py_env = dict(os.environ)
-    if not args.spin:
+    if args.passive:
         py_env["OMP_WAIT_POLICY"] = "PASSIVE"
     py_env["PYTHONUNBUFFERED"] = "1"
     for e in engines:
@@ -694,7 +699,7 @@ def bench_model(args, name, korch_bin):
             if export_error:
                 eng[e]["error"] = export_error
                 continue
-            argv, env = export_peer, korch_env()
+            argv, env = export_peer, korch_env(args)
         elif e in PEERS:
             if e not in plans:
                 eng[e]["error"] = "no plan (korch optimize failed)"
@@ -703,15 +708,15 @@ def bench_model(args, name, korch_bin):
                 eng[e]["error"] = "korch run failed: " + res["korch_run_error"]
                 continue
             argv = [korch_bin, "run", model, "--plan", plans[e]] + in_specs + ["--serve", "--threads", T]
-            env = korch_env() if not args.spin else dict(os.environ)
+            env = korch_env(args)
         else:
             kind = {"ort": "ort", "torch-eager": "eager", "torch-compile": "compile"}[e]
             argv = [sys.executable, os.path.abspath(__file__), "--peer", kind, "--case-dir", case_dir,
                     "--model", name, "--threads", T]
             if args.quick:
                 argv.append("--tiny")
-            if args.spin:
-                argv.append("--spin")
+            if args.passive:
+                argv.append("--passive")
             if kind != "compile":
                 argv += ["--write-outputs", os.path.join(outs_dir, e)]
             env = py_env
@@ -854,7 +859,8 @@ def environment(args, korch_bin):
         out = sh(["dpkg-query", "-W", "-f", "${Version}", deb])
         vers[pkg] = ("%s %s" % (deb, out)) if out else "unknown"
     env["versions"] = vers
-    env["omp_wait_policy"] = "default (spinning)" if args.spin else "PASSIVE"
+    env["omp_wait_policy"] = ("PASSIVE (ORT allow_spinning=0)" if args.passive else
+                              "each engine's default (spinning; ORT allow_spinning=1), %g ms between runs" % args.gap_ms)
     return env
 
 
@@ -1082,6 +1088,11 @@ def write_md(data, path, png_name):
     for e in ("ort", "torch-eager", "torch-compile"):
         if s["geomean_vs_" + e]:
             w("- geomean speedup of korch vs %s: %.3fx" % (ENGINE_LABEL[e], s["geomean_vs_" + e]))
+    kept = [m["case"] for m in data["models"]
+            if "greedy plan's kernels kept" in ((m.get("optimize") or {}).get("warm") or {}).get("plan_race", "")]
+    if kept:
+        w("- the plan race kept the greedy plan's kernels (measured >2%% faster end to end than the BLP's plan) "
+          "on: %s; there korch runs the greedy plan and korch vs greedy is ~1.0x by construction" % ", ".join(kept))
     if env["quick"]:
         w("")
         w("(--quick: these are the tiny test variants; the targets are about the full models.)")
@@ -1204,6 +1215,13 @@ def write_md(data, path, png_name):
                   ("; cold and warm runs chose the same plan" if o.get("cold_warm_same_plan") else
                    ("; **cold and warm runs chose different plans**" if o.get("cold_warm_same_plan") is False else "")) + ".")
                 w("")
+                if warm.get("plan_race"):
+                    w("Plan race (korch optimize times the BLP's plan and the greedy plan end to end and keeps "
+                      "greedy's kernels only if they are >2%% faster): " + warm["plan_race"] +
+                      (" (the BLP's plan had %d kernels, predicted %s)" % (warm["blp_kernels"],
+                                                                         fmt_ms(warm["blp_predicted_ms"]))
+                       if warm.get("blp_kernels") else "") + ".")
+                    w("")
         c = m.get("checks")
         if c:
             w("Output check (|a-b| <= %g + %g|b|, b = the second engine named):" % (ATOL, RTOL))
@@ -1287,9 +1305,12 @@ def main(argv=None):
     ap.add_argument("--warmup", type=int, default=3, help="warm-up runs per engine (default 3)")
     ap.add_argument("--round-budget-s", type=float, default=None,
                     help="target seconds of timed rounds per model; rounds are lowered to fit (default 150)")
-    ap.add_argument("--gap-ms", type=float, default=0.0, help="sleep between two engines' runs (default 0)")
-    ap.add_argument("--spin", action="store_true",
-                    help="let thread pools spin (OMP_WAIT_POLICY unset, ORT allow_spinning=1) instead of PASSIVE")
+    ap.add_argument("--gap-ms", type=float, default=None,
+                    help="sleep between two engines' runs, so that one engine's spinning threads are asleep "
+                    "before the next runs (default 20; 0 with --passive)")
+    ap.add_argument("--passive", action="store_true",
+                    help="make every thread pool sleep when idle (OMP_WAIT_POLICY=PASSIVE, ORT allow_spinning=0) "
+                    "instead of each engine's default spinning; for a machine with other load")
     ap.add_argument("--export-models", default=DEFAULT_EXPORT_MODELS,
                     help="models that also run as a `korch export` package (engine korch-export; "
                     "default %s; 'none' for no model)" % DEFAULT_EXPORT_MODELS)
@@ -1327,6 +1348,8 @@ def main(argv=None):
             render(json.load(f), args.out_dir)
         return 0
     args.round_budget_s = args.round_budget_s or (20 if q else 150)
+    if args.gap_ms is None:
+        args.gap_ms = 0.0 if args.passive else 20.0
     args.optimize_timeout = args.optimize_timeout or (600 if q else 3600)
     args.start_timeout = args.start_timeout or (300 if q else 900)
     args.compile_timeout = args.compile_timeout or (600 if q else 1200)

@@ -33,6 +33,7 @@
 #include "orchestrate/optimize.h"
 #include "orchestrate/plan.h"
 #include "runtime/executor.h"
+#include "runtime/plan_race.h"
 #include "util/error.h"
 
 namespace py = pybind11;
@@ -122,6 +123,7 @@ OptimizeResult run_optimizer(const PrimGraph& g, const OptimizeArgs& a, Optimize
     options.measurer = &profiler;
     cache.begin_batch();
     r = optimize(g, model, options);
+    race_against_greedy(g, r.korch, r.greedy, a.threads, &cache, profiler.target(), CpuProfiler::versions());
     cache.commit_batch();
     stats->compiled_now = profiler.stats().measured;
     stats->cache_hits = profiler.stats().cache_hits;
@@ -498,6 +500,9 @@ PYBIND11_MODULE(_korch, m) {
           "Predicted run time (sum of kernel costs), milliseconds.")
       .def_property_readonly(
           "strategy", [](const PyPlan& p) { return p.plan.strategy; }, "korch | greedy | per-op | per-primitive")
+      .def_property_readonly(
+          "note", [](const PyPlan& p) { return p.plan.note; },
+          "how the plan was chosen: with measured costs, the end-to-end race of the BLP's plan against greedy")
       .def_property_readonly("cost_model", [](const PyPlan& p) { return p.plan.cost_model; })
       .def_property_readonly("model_path", [](const PyPlan& p) { return p.model->path; })
       .def_property_readonly("input_shapes",

@@ -96,6 +96,9 @@ struct OptimizeOptions {
   int max_kernel_prims = 8;       // largest fused kernel, in primitives
   int max_partition_prims = 64;   // largest partition the solver sees
   double time_limit = 60;         // solver seconds per partition
+  // "measured" only: time the BLP's plan and the greedy plan end to end and keep the greedy
+  // plan's kernels when they are faster by more than 2% (Plan::note says which won).
+  bool plan_race = true;
 };
 
 // A kernel orchestration of one model: which primitives each kernel computes.
@@ -106,7 +109,8 @@ class KORCH_API Plan {
   void save(const std::string& path) const;
   const std::string& strategy() const;  // "korch", "greedy", ...
   int num_kernels() const;
-  double predicted_ms() const;  // by the cost model it was optimised with
+  const std::string& note() const;  // how the plan was chosen (plan race), or empty
+  double predicted_ms() const;      // by the cost model it was optimised with
   const Model& model() const;
 
   // Internal (libkorch's implementation).

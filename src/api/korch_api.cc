@@ -16,6 +16,7 @@
 #include "orchestrate/optimize.h"
 #include "orchestrate/plan.h"
 #include "runtime/executor.h"
+#include "runtime/plan_race.h"
 #include "util/error.h"
 
 namespace korch::api {
@@ -131,6 +132,7 @@ void Plan::save(const std::string& path) const {
 }
 
 const std::string& Plan::strategy() const { return impl_->plan.strategy; }
+const std::string& Plan::note() const { return impl_->plan.note; }
 int Plan::num_kernels() const { return static_cast<int>(impl_->plan.kernels.size()); }
 double Plan::predicted_ms() const { return impl_->plan.predicted_seconds() * 1e3; }
 const Model& Plan::model() const { return impl_->model; }
@@ -159,6 +161,8 @@ Plan optimize(const Model& model, const OptimizeOptions& o) {
       options.measurer = &profiler;
       cache.begin_batch();
       r = korch::optimize(g, cost, options);
+      if (o.plan_race)
+        race_against_greedy(g, r.korch, r.greedy, o.threads, &cache, profiler.target(), CpuProfiler::versions());
       cache.commit_batch();
     }
     return Plan(std::make_shared<const Plan::Impl>(Plan::Impl{model, std::move(r.korch)}));

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <dnnl.hpp>
 #include <fstream>
 #include <random>
@@ -191,14 +192,28 @@ void CacheState::prepare(const std::vector<std::pair<const void*, int64_t>>& inp
   (void)sink;
 }
 
+namespace {
+
+// How idle OpenMP threads wait, where the environment sets it: a sleeping thread costs a wake-up
+// (~70 us on a VM) at every parallel region a kernel starts, so costs measured under
+// OMP_WAIT_POLICY=PASSIVE are not the default's and must not share cache entries with them.
+std::string omp_wait_settings() {
+  std::string s;
+  for (const char* name : {"OMP_WAIT_POLICY", "GOMP_SPINCOUNT"})
+    if (const char* value = std::getenv(name); value && *value) s += str_cat(" ", name, "=", value);
+  return s;
+}
+
+}  // namespace
+
 CpuProfiler::CpuProfiler(int threads, ProfileCache* cache, std::function<void(const std::string&)> log)
     : threads_(threads), cache_(cache), log_(std::move(log)) {
-  target_ = str_cat(cpu_features(), " threads=", threads_);
+  target_ = str_cat(cpu_features(), " threads=", threads_, omp_wait_settings());
 }
 
 std::string CpuProfiler::versions() {
   const dnnl_version_t* v = dnnl_version();
-  return str_cat("halide14 onednn", v->major, ".", v->minor, ".", v->patch, " korch-codegen-2 cold-cache");
+  return str_cat("halide14 onednn", v->major, ".", v->minor, ".", v->patch, " korch-codegen-3 cold-cache");
 }
 
 // Compiles, verifies (against `want`, the reference output for `inputs`, computed on first

@@ -68,6 +68,7 @@ std::string plan_to_json(const PrimGraph& g, const Plan& plan) {
   j["cost_model"] = plan.cost_model;
   j["predicted_ms"] = plan.predicted_seconds() * 1e3;
   if (plan.link_savings_seconds != 0) j["link_savings_ms"] = plan.link_savings_seconds * 1e3;
+  if (!plan.note.empty()) j["note"] = plan.note;
   j["kernels"] = nlohmann::json::array();
   for (const Kernel& k : plan.kernels) {
     nlohmann::json kj;
@@ -98,6 +99,7 @@ Plan plan_from_json(const PrimGraph& g, const std::string& text, const std::stri
     plan.strategy = j.value("strategy", "loaded");
     plan.cost_model = j.value("cost_model", "");
     plan.link_savings_seconds = j.value("link_savings_ms", 0.0) * 1e-3;
+    plan.note = j.value("note", "");
     for (const auto& kj : j.at("kernels")) {
       std::vector<PrimId> prims = kj.at("prims").get<std::vector<PrimId>>();
       for (PrimId p : prims)

@@ -17,6 +17,7 @@ struct Plan {
   // Seconds of layout conversions the kernels' costs include but the plan does not run: tensors
   // handed from one kernel to the next in the backend's internal layout (layout linking).
   double link_savings_seconds = 0;
+  std::string note;                  // how the plan was chosen, where more than the BLP decided (plan race)
   double predicted_seconds() const;  // kernel costs less link_savings_seconds
 };
 

@@ -22,6 +22,7 @@
 #include "reference/reference.h"
 #include "reference/run_plan.h"
 #include "runtime/executor.h"
+#include "runtime/plan_race.h"
 #include "util/error.h"
 
 namespace korch {
@@ -85,6 +86,7 @@ struct OptimizeFlags {
   int threads = 2;
   std::string cache_path;
   bool verbose = false;
+  bool plan_race = true;  // measured costs: race the BLP's plan against greedy end to end
 };
 
 MachineFigures machine_from(const OptimizeFlags& f) {
@@ -105,6 +107,7 @@ struct Progress {
 struct OptimizeRun {
   OptimizeResult result;
   ProfilerStats profile;
+  PlanRace race;
   bool measured = false;
   std::string cache_path;
 };
@@ -155,9 +158,15 @@ OptimizeRun run_optimizer(const PrimGraph& g, OptimizeFlags f, const std::string
   options.measurer = &measurer;
   cache.begin_batch();
   run.result = optimize(g, model, options);
-  cache.commit_batch();
   progress.done();
   run.profile = profiler->stats();
+  if (f.plan_race) {
+    progress.update("timing the BLP's plan and the greedy plan end to end");
+    run.race = race_against_greedy(g, run.result.korch, run.result.greedy, f.threads, &cache, profiler->target(),
+                                   CpuProfiler::versions());
+    progress.done();
+  }
+  cache.commit_batch();
   return run;
 }
 
@@ -191,6 +200,13 @@ void print_summary(const OptimizeRun& run, const MachineFigures& m) {
   std::cout << "korch vs greedy: " << std::setprecision(3)
             << r.greedy.predicted_seconds() / std::max(r.korch.predicted_seconds(), 1e-12) << "x (predicted)\n"
             << std::defaultfloat;
+  if (run.race.greedy_kept)
+    std::cout << "(the BLP's plan: " << run.race.blp_kernels << " kernels, predicted " << std::setprecision(3)
+              << run.race.blp_predicted_seconds * 1e3 << " ms, "
+              << r.greedy.predicted_seconds() / std::max(run.race.blp_predicted_seconds, 1e-12)
+              << "x vs greedy predicted)\n"
+              << std::defaultfloat;
+  if (run.race.raced) std::cout << "plan race: " << r.korch.note << "\n";
 }
 
 int run_optimize(const std::string& model_path, const std::vector<std::string>& shapes, const std::string& out,
@@ -252,6 +268,10 @@ int run_model(const std::string& model_path, const std::vector<std::string>& sha
   if (!given.empty()) fail("--input names '", given.begin()->first, "', which is not an input of the model");
   korch::Executor runtime(m.graph, plan, flags.threads);
   runtime.set_profiling(profile);
+  if (runtime.num_fallback_kernels() > 0)
+    std::cerr << "warning: " << runtime.num_fallback_kernels()
+              << " kernel(s) of the plan could not be generated and run on the slow reference executor "
+                 "(a plan written by another korch version? re-run korch optimize)\n";
   if (serve) {
     // Benchmark peer mode: one run per line on stdin, its wall time (ms) on stdout.
     std::cout << "ready " << plan.kernels.size() << " kernels" << std::endl;
@@ -470,6 +490,8 @@ int main(int argc, char** argv) {
     cmd->add_option("--threads", flags.threads, "CPU threads (default 2)");
     cmd->add_option("--cache", flags.cache_path, "Profile cache file (default: the user cache)");
     cmd->add_flag("--verbose", flags.verbose, "Log every dropped kernel");
+    cmd->add_flag("--no-plan-race{false}", flags.plan_race,
+                  "With measured costs, keep the BLP's plan without timing it against the greedy plan end to end");
   };
   check->add_option("--plan", plan_spec, "Execute a plan: FILE | korch | greedy | per-op | per-primitive");
   add_optimize_flags(check);

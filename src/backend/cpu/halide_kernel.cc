@@ -2,7 +2,7 @@
 // kernel becomes a Halide Func over its output coordinates (Halide dimension 0
 // is the innermost ONNX axis): elementwise and layout primitives are index maps
 // inlined into their consumers; reductions and pooling windows use RDoms and
-// are computed once (never inlined). The output is vectorised along its
+// are computed once (never inlined); 2-D max pools run as two separable passes. The output is vectorised along its
 // innermost dimension and parallelised over its outermost non-unit dimension.
 // Halide runs its parallel loops on korch's OpenMP threads (custom do_par_for),
 // so oneDNN and Halide share one pool. Resize reads per-axis tables of the
@@ -78,6 +78,7 @@ class Generator {
   const std::map<TensorId, ImageParam>& params() const { return params_; }
   const std::vector<Func>& materialised() const { return materialised_; }
   const std::vector<Func>& shared() const { return shared_; }
+  const std::vector<Func>& stencils() const { return stencils_; }
 
  private:
   static std::vector<Var> vars(size_t rank) {
@@ -457,6 +458,8 @@ class Generator {
     const auto& pd = a.ints("pads");
     const auto& dl = a.ints("dilations");
     size_t nsp = k.size();
+    if (prim.op == PrimOp::MaxPool && nsp == 2 && dl[0] == 1 && dl[1] == 1)
+      return separable_max_pool(x, k, st, pd, idx);
     Halide::Region ranges;  // innermost spatial axis first (RDom dimension 0 is the inner loop)
     for (size_t i = nsp; i-- > 0;) ranges.emplace_back(0, static_cast<int>(k[i]));
     RDom r(ranges);
@@ -477,12 +480,34 @@ class Generator {
     return total / Halide::cast(v.type(), Halide::max(count, 1));
   }
 
+  // A 2-D max pool as two 1-D passes over a padded copy of each input plane (a window's maximum
+  // is the maximum of its rows' maxima): kh + kw comparisons per output instead of kh * kw, and
+  // loads free of clamps, so both passes vectorise. The two stages are stencils_ (computed per
+  // parallel slice of the kernel's output).
+  Expr separable_max_pool(TensorId x, const std::vector<int64_t>& k, const std::vector<int64_t>& st,
+                          const std::vector<int64_t>& pd, const std::vector<Expr>& idx) {
+    const Shape& s = g_.tensor(x).shape;
+    int height = static_cast<int>(s[2]), width = static_cast<int>(s[3]);
+    int top = static_cast<int>(pd[0]), left = static_cast<int>(pd[1]);
+    Var w("w"), h("h"), c("c"), n("n");
+    Expr inside = h >= top && h < top + height && w >= left && w < left + width;
+    Expr v = at(x, {n, c, Halide::clamp(h - top, 0, height - 1), Halide::clamp(w - left, 0, width - 1)});
+    Func padded("maxpool_padded"), rows("maxpool_rows");
+    padded(w, h, c, n) = Halide::select(inside, v, v.type().min());
+    RDom rx(0, static_cast<int>(k[1])), ry(0, static_cast<int>(k[0]));
+    rows(w, h, c, n) = Halide::maximum(padded(w * static_cast<int>(st[1]) + rx, h, c, n));
+    stencils_.push_back(padded);
+    stencils_.push_back(rows);
+    return Halide::maximum(rows(idx[3], idx[2] * static_cast<int>(st[0]) + ry, idx[1], idx[0]));
+  }
+
   const PrimGraph& g_;
   const Kernel& k_;
   std::map<TensorId, ImageParam> params_;
   std::map<TensorId, Func> funcs_;
   std::vector<Func> materialised_;
   std::vector<Func> shared_;
+  std::vector<Func> stencils_;
   int consumers_inside(TensorId t) const {
     int n = 0;
     for (PrimId p : k_.prims)
@@ -568,9 +593,11 @@ OutputSchedule schedule_output(Func& f, const Shape& shape, int vector, bool til
     }
     return s;
   }
-  if (shape.back() >= vector) {
-    f.vectorize(v[0], vector, Halide::TailStrategy::GuardWithIf);
-    s.text = "vectorize " + std::to_string(vector);
+  // Rows narrower than a vector (7x7 or 13x13 feature maps) still take a half vector.
+  int width = shape.back() >= vector ? vector : shape.back() >= 8 && vector > 8 ? 8 : 0;
+  if (width > 0) {
+    f.vectorize(v[0], width, Halide::TailStrategy::GuardWithIf);
+    s.text = "vectorize " + std::to_string(width);
   }
   if (variant == Variant::FusedParallel && rank >= 3) {
     Var fused = v[rank - 1];
@@ -611,7 +638,7 @@ std::vector<Variant> variants_of(const PrimGraph& g, const Kernel& k, const Gene
   bool tiled = transposes_innermost(g, k) && rank >= 2 && out[rank - 1] >= 16 && out[rank - 2] >= 16;
   // (8x8 tiles vectorised in both dimensions were tried for transposes: LLVM took minutes to
   // compile some of them, and the default 16x16 tiles already reach the copy bandwidth.)
-  if (!tiled && rank >= 3 && gen.materialised().empty()) {
+  if (!tiled && rank >= 3 && gen.materialised().empty() && gen.stencils().empty()) {
     int64_t outer = 1;
     for (int a = 0; a < rank - 1; ++a) outer *= out[a];
     int64_t first = 1;
@@ -687,6 +714,18 @@ bool build_halide_pipeline(const PrimGraph& g, const Kernel& k, const Halide::Ta
         reductions = ", reductions compute_root";
       }
     }
+    // Stencil stages (separable pooling) likewise, vectorised along their rows.
+    for (Func f : gen.stencils()) {
+      std::vector<Var> v = f.args();
+      if (schedule.has_parallel) {
+        f.compute_at(out, schedule.parallel_var);
+      } else {
+        f.compute_root();
+        f.parallel(v.back());
+      }
+      f.vectorize(v[0], std::min(vector, 8), Halide::TailStrategy::GuardWithIf);
+    }
+    if (!gen.stencils().empty()) reductions += ", separable window";
     // In row-wise reduction kernels (softmax, normalisation), values read
     // several times (e.g. exp(x - max)) are stored per slice; elsewhere
     // recomputing them is cheaper.

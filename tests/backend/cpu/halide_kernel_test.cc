@@ -197,6 +197,39 @@ std::vector<Case> cases() {
                     }});
     }
   }
+  // Max pools as the separable two-pass stencil: YOLO's SPP block (stride 1, same padding, three
+  // window sizes concatenated), a pool that is the kernel's output, asymmetric pads with a
+  // stride, batch 2 (parallel over images), and a 1-D pool (direct window).
+  cs.push_back({"SPP: MaxPool 5/9/13 s1 same pad + Concat", [] {
+                  PrimGraph g;
+                  TensorId x = g.add_input("x", DType::F32, {1, 4, 13, 13});
+                  std::vector<TensorId> parts = {x};
+                  for (int64_t k : {5, 9, 13}) {
+                    Attrs a;
+                    a.set("kernel", std::vector<int64_t>{k, k}).set("strides", std::vector<int64_t>{1, 1});
+                    a.set("pads", std::vector<int64_t>{k / 2, k / 2, k / 2, k / 2});
+                    a.set("dilations", std::vector<int64_t>{1, 1}).set("ceil_mode", int64_t{0});
+                    parts.push_back(g.add_primitive(PrimOp::MaxPool, {x}, a));
+                  }
+                  g.mark_output(g.add_primitive(PrimOp::Concat, parts, Attrs().set("axis", int64_t{1})));
+                  return g;
+                }});
+  struct PoolCase {
+    std::vector<int64_t> in, kernel, strides, pads;
+  };
+  for (const PoolCase& pc : std::vector<PoolCase>{{{1, 3, 13, 13}, {13, 13}, {1, 1}, {6, 6, 6, 6}},
+                                                  {{2, 3, 9, 17}, {3, 2}, {2, 3}, {0, 1, 2, 0}},
+                                                  {{1, 5, 20}, {4}, {2}, {1, 1}}}) {
+    cs.push_back({"MaxPool alone, input " + shape_str(pc.in) + " kernel " + shape_str(pc.kernel), [pc] {
+                    PrimGraph g;
+                    TensorId x = g.add_input("x", DType::F32, pc.in);
+                    Attrs a;
+                    a.set("kernel", pc.kernel).set("strides", pc.strides).set("pads", pc.pads);
+                    a.set("dilations", std::vector<int64_t>(pc.kernel.size(), 1)).set("ceil_mode", int64_t{0});
+                    g.mark_output(g.add_primitive(PrimOp::MaxPool, {x}, a));
+                    return g;
+                  }});
+  }
   // Resize: upsampling (YOLO / Candy / SegFormer heads), downsampling, crop
   // with extrapolation, integer nearest, each followed by an elementwise
   // consumer in the same kernel.
