@@ -40,6 +40,16 @@ class KernelMeasurer {
   // The seconds measure() would return, when a previous run already measured the kernel (a
   // profile cache hit); nullopt when that is not known without compiling anything.
   virtual std::optional<double> cached(const PrimGraph& /*g*/, const Kernel& /*kernel*/) { return std::nullopt; }
+
+  // Partition solutions kept across runs (in the profile cache), so that a warm optimise of a
+  // model replays the cold run's choices instead of taking another path through lazy
+  // profiling: the chosen kernels' primitive sets as offsets into the partition's primitives.
+  struct StoredSolution {
+    std::vector<std::vector<int>> sets;
+    bool proven_optimal = false;
+  };
+  virtual std::optional<StoredSolution> stored_solution(uint64_t /*key*/) { return std::nullopt; }
+  virtual void store_solution(uint64_t /*key*/, const StoredSolution& /*solution*/) {}
 };
 
 }  // namespace korch

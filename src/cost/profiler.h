@@ -51,7 +51,11 @@ class CpuProfiler : public KernelMeasurer {
   int schedule(const Kernel& kernel) const override;
   std::optional<double> cached(const PrimGraph& g, const Kernel& kernel) override;
   std::vector<double> link_savings(const Kernel& kernel) const override;
+  std::optional<StoredSolution> stored_solution(uint64_t key) override;
+  void store_solution(uint64_t key, const StoredSolution& solution) override;
   const ProfilerStats& stats() const { return stats_; }
+  // Called after every measure() with the running totals (e.g. a progress line).
+  void set_progress(std::function<void(const ProfilerStats&)> progress) { progress_ = std::move(progress); }
   // Target and version strings that key the cache.
   std::string target() const { return target_; }
   static std::string versions();
@@ -60,6 +64,7 @@ class CpuProfiler : public KernelMeasurer {
   int threads_;
   ProfileCache* cache_;
   std::function<void(const std::string&)> log_;
+  std::function<void(const ProfilerStats&)> progress_;
   std::string target_;
   ProfilerStats stats_;
   CacheState cache_state_;

@@ -191,6 +191,53 @@ double plan_link_savings(const PrimGraph& g, const Plan& plan, const PricedCache
   return cost - selection_cost(problem, all);
 }
 
+// Key of a partition's solution across runs: its structure and required outputs (Partition::hash),
+// and the candidate bound that shaped the candidates.
+uint64_t solution_key(const Partition& part, const OptimizeOptions& options) {
+  constexpr uint64_t kFormat = 1;
+  return (part.hash ^ (static_cast<uint64_t>(options.candidates.max_prims) << 32 | kFormat)) * 1099511628211ULL;
+}
+
+// The primitive sets of a solution an earlier run stored for this partition, when it still
+// forms a valid selection here (offsets in range, every set one kernel, every required tensor
+// and every kernel's in-partition input produced by a chosen kernel) and every kernel of it is
+// still priced by a measurement (a profile cache hit, or measured now). nullopt otherwise: the
+// partition is then solved.
+std::optional<std::vector<std::vector<PrimId>>> stored_sets(const PrimGraph& g, const Partition& part,
+                                                            const KernelMeasurer::StoredSolution& stored,
+                                                            PricedCache& prices) {
+  std::vector<std::vector<PrimId>> sets;
+  std::set<TensorId> produced;
+  std::vector<Kernel> kernels;
+  for (const std::vector<int>& offsets : stored.sets) {
+    std::vector<PrimId> prims;
+    for (int o : offsets) {
+      if (o < 0 || o >= static_cast<int>(part.prims.size())) return std::nullopt;
+      prims.push_back(part.prims[o]);
+    }
+    std::sort(prims.begin(), prims.end());
+    if (prims.empty() || std::adjacent_find(prims.begin(), prims.end()) != prims.end()) return std::nullopt;
+    try {
+      kernels.push_back(make_kernel(g, prims));
+    } catch (const Error&) {
+      return std::nullopt;
+    }
+    produced.insert(kernels.back().output);
+    sets.push_back(std::move(prims));
+  }
+  PrimId first = part.prims.front(), last = part.prims.back();
+  for (TensorId t : part.required)
+    if (!produced.count(t)) return std::nullopt;
+  for (const Kernel& k : kernels)
+    for (TensorId t : k.inputs) {
+      PrimId p = g.tensor(t).producer;
+      if (p >= first && p <= last && !produced.count(t)) return std::nullopt;
+    }
+  for (Kernel& k : kernels)
+    if (!prices.measure(k, k.prims.size() == 1)) return std::nullopt;
+  return sets;
+}
+
 }  // namespace
 
 SelectionProblem selection_problem(const PrimGraph& g, const Partition& part, const std::vector<Kernel>& candidates,
@@ -271,6 +318,7 @@ OptimizeResult optimize(const PrimGraph& g, CostModel& cost, const OptimizeOptio
     report.num_prims = static_cast<int>(part.prims.size());
     auto same = solved.find(part.hash);
     std::vector<std::vector<PrimId>> sets;
+    std::optional<std::vector<std::vector<PrimId>>> stored_choice;
     if (same != solved.end() && parts[same->second].prims.size() == part.prims.size()) {
       report.same_as = same->second;
       PrimId offset = part.prims.front() - parts[same->second].prims.front();
@@ -280,6 +328,16 @@ OptimizeResult optimize(const PrimGraph& g, CostModel& cost, const OptimizeOptio
         sets.push_back(std::move(moved));
       }
       report.status = "reused";
+    } else if (std::optional<KernelMeasurer::StoredSolution> stored =
+                   options.measurer ? options.measurer->stored_solution(solution_key(part, options)) : std::nullopt;
+               stored && (stored_choice = stored_sets(g, part, *stored, prices))) {
+      // A warm run: the cold run's choice for this partition, still valid and still priced.
+      sets = std::move(*stored_choice);
+      ++result.num_unique_partitions;
+      ++result.num_stored_solutions;
+      report.status = stored->proven_optimal ? "optimal (stored solution)" : "stored solution";
+      result.all_optimal = result.all_optimal && stored->proven_optimal;
+      solved.emplace(part.hash, static_cast<int>(pi));
     } else {
       std::vector<Kernel> cands = enumerate_candidates(g, part, options.candidates);
       report.num_candidates = static_cast<int>(cands.size());
@@ -381,6 +439,15 @@ OptimizeResult optimize(const PrimGraph& g, CostModel& cost, const OptimizeOptio
       result.all_optimal = result.all_optimal && sel.proven_optimal;
       for (int k : sel.chosen) sets.push_back(cands[k].prims);
       solved.emplace(part.hash, static_cast<int>(pi));
+      if (prices.measuring() && !capped) {
+        KernelMeasurer::StoredSolution solution;
+        solution.proven_optimal = sel.proven_optimal;
+        for (const auto& set : sets) {
+          solution.sets.emplace_back();
+          for (PrimId p : set) solution.sets.back().push_back(p - part.prims.front());
+        }
+        options.measurer->store_solution(solution_key(part, options), solution);
+      }
     }
     for (const auto& s : sets) {
       Kernel k = make_kernel(g, s);

@@ -44,10 +44,11 @@ struct OptimizeResult {
   std::vector<PartitionReport> partitions;
   int num_candidates = 0;  // enumerated over unique partitions (after dedupe)
   int num_unique_partitions = 0;
-  int num_priced = 0;    // distinct kernel structures priced
-  int num_measured = 0;  // distinct kernel structures measured (lazy profiling)
-  int num_dropped = 0;   // candidates the backend could not implement or verify
-  int solve_rounds = 0;  // BLP solves over all partitions
+  int num_priced = 0;            // distinct kernel structures priced
+  int num_measured = 0;          // distinct kernel structures measured (lazy profiling)
+  int num_dropped = 0;           // candidates the backend could not implement or verify
+  int solve_rounds = 0;          // BLP solves over all partitions
+  int num_stored_solutions = 0;  // partitions that took an earlier run's solution (no solve)
   double solver_seconds = 0;
   double total_seconds = 0;
   bool all_optimal = true;

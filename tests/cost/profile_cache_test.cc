@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "cost/profiler.h"
 #include "util/error.h"
 
 namespace korch {
@@ -541,6 +542,32 @@ TEST_F(ProfileCacheTest, SeveralProcessesShareOneFile) {
   ProfileCache cache(path_);
   EXPECT_EQ(cache.size(), kProcs * kRows);
   EXPECT_EQ(cache.lookup(key(uint64_t{3} << 32 | 199))->median_seconds, 199 * 1e-6);
+}
+
+TEST(CpuProfilerSolutions, RoundTripThroughTheCacheAndRejectGarbage) {
+  ProfileCache cache(":memory:");
+  CpuProfiler profiler(2, &cache);
+  EXPECT_FALSE(profiler.stored_solution(42).has_value());
+  KernelMeasurer::StoredSolution s;
+  s.sets = {{0, 1, 2}, {3}, {4, 5}};
+  s.proven_optimal = true;
+  profiler.store_solution(42, s);
+  auto back = profiler.stored_solution(42);
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(back->sets, s.sets);
+  EXPECT_TRUE(back->proven_optimal);
+  EXPECT_FALSE(profiler.stored_solution(43).has_value());
+  // Another thread count is another target: not shared.
+  CpuProfiler other(1, &cache);
+  EXPECT_FALSE(other.stored_solution(42).has_value());
+  // Rows whose text is not a solution read as none.
+  for (const char* text : {"", "1|", "2|0", "1|0,,1", "1|a", "1|0;", "10"}) {
+    ProfileEntry e;
+    e.implementable = e.verified = true;
+    e.description = text;
+    cache.store(ProfileKey{7, "cpu-solution", profiler.target(), CpuProfiler::versions()}, e);
+    EXPECT_FALSE(profiler.stored_solution(7).has_value()) << text;
+  }
 }
 
 }  // namespace

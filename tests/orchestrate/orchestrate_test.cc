@@ -2,6 +2,7 @@
 // force on random DAGs, plan validation and JSON, and optimize() properties on small models.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <random>
 
 #include "cost/analytic.h"
@@ -276,6 +277,68 @@ TEST(Blp, TimeLimitReturnsBestPlanWithGap) {
   OptimizeResult r = optimize(g, model, o);
   EXPECT_TRUE(validate_plan(g, r.korch).empty());
   EXPECT_LE(r.korch.predicted_seconds(), r.greedy.predicted_seconds() + 1e-12);
+}
+
+// A deterministic measurer: "measured" cost = 1.5x the analytic estimate + 5 us per kernel,
+// counting measurements; partition solutions are kept in memory like the profile cache keeps them.
+class FakeMeasurer : public KernelMeasurer {
+ public:
+  explicit FakeMeasurer(CostModel& model) : model_(model) {}
+  std::optional<double> measure(const PrimGraph& g, const Kernel& k) override {
+    ++measured;
+    return 1.5 * model_.cost(g, k) + 5e-6;
+  }
+  double measure_fallback(const PrimGraph& g, const Kernel& k) override { return *measure(g, k); }
+  bool implementable(const PrimGraph&, const Kernel&) override { return true; }
+  std::string name() const override { return "fake"; }
+  std::optional<StoredSolution> stored_solution(uint64_t key) override {
+    auto it = solutions.find(key);
+    if (it == solutions.end()) return std::nullopt;
+    return it->second;
+  }
+  void store_solution(uint64_t key, const StoredSolution& s) override { solutions[key] = s; }
+  std::map<uint64_t, StoredSolution> solutions;
+  int measured = 0;
+
+ private:
+  CostModel& model_;
+};
+
+TEST(Optimize, WarmRunReplaysStoredPartitionSolutions) {
+  PrimGraph g = residual_net(3);
+  AnalyticCostModel model{MachineFigures{}};
+  FakeMeasurer measurer(model);
+  OptimizeOptions options;
+  options.measurer = &measurer;
+  OptimizeResult cold = optimize(g, model, options);
+  EXPECT_EQ(cold.num_stored_solutions, 0);
+  EXPECT_GT(cold.solve_rounds, 0);
+  ASSERT_FALSE(measurer.solutions.empty());
+
+  OptimizeResult warm = optimize(g, model, options);
+  EXPECT_EQ(warm.num_stored_solutions, warm.num_unique_partitions);
+  EXPECT_EQ(warm.solve_rounds, 0);
+  EXPECT_EQ(warm.all_optimal, cold.all_optimal);
+  ASSERT_EQ(warm.korch.kernels.size(), cold.korch.kernels.size());
+  for (size_t i = 0; i < cold.korch.kernels.size(); ++i)
+    EXPECT_EQ(warm.korch.kernels[i].prims, cold.korch.kernels[i].prims);
+  EXPECT_DOUBLE_EQ(warm.korch.predicted_seconds(), cold.korch.predicted_seconds());
+
+  // A stored solution that no longer fits (offsets out of range, a primitive left out, sets
+  // that are not single kernels) is ignored: the partition is solved again, to the same plan.
+  for (auto& [key, s] : measurer.solutions) s.sets.back().push_back(100000);
+  OptimizeResult bad_offsets = optimize(g, model, options);
+  EXPECT_EQ(bad_offsets.num_stored_solutions, 0);
+  EXPECT_EQ(bad_offsets.korch.kernels.size(), cold.korch.kernels.size());
+  for (auto& [key, s] : measurer.solutions) s.sets.pop_back();
+  for (auto& [key, s] : measurer.solutions) {
+    std::vector<int> all;
+    for (const auto& set : s.sets) all.insert(all.end(), set.begin(), set.end());
+    s.sets = {{all.front(), all.back()}};  // two primitives apart: not one kernel, nothing required
+  }
+  OptimizeResult not_kernels = optimize(g, model, options);
+  EXPECT_EQ(not_kernels.num_stored_solutions, 0);
+  EXPECT_EQ(not_kernels.korch.kernels.size(), cold.korch.kernels.size());
 }
 
 }  // namespace

@@ -136,26 +136,11 @@ OptimizeRun run_optimizer(const PrimGraph& g, OptimizeFlags f, const std::string
     progress.done();
     if (f.verbose) std::cerr << line << "\n";
   });
-  struct ProgressMeasurer : KernelMeasurer {
-    CpuProfiler* inner;
-    Progress* progress;
-    std::optional<double> measure(const PrimGraph& g, const Kernel& k) override {
-      auto r = inner->measure(g, k);
-      const ProfilerStats& s = inner->stats();
-      progress->update(str_cat("profiling: ", s.measured, " measured, ", s.cache_hits, " cached, ", s.dropped,
-                               " dropped (", static_cast<int>(s.seconds), " s)"));
-      return r;
-    }
-    double measure_fallback(const PrimGraph& g, const Kernel& k) override { return inner->measure_fallback(g, k); }
-    bool implementable(const PrimGraph& g, const Kernel& k) override { return inner->implementable(g, k); }
-    std::string name() const override { return inner->name(); }
-    int schedule(const Kernel& k) const override { return inner->schedule(k); }
-    std::vector<double> link_savings(const Kernel& k) const override { return inner->link_savings(k); }
-    std::optional<double> cached(const PrimGraph& g, const Kernel& k) override { return inner->cached(g, k); }
-  } measurer;
-  measurer.inner = profiler.get();
-  measurer.progress = &progress;
-  options.measurer = &measurer;
+  profiler->set_progress([&](const ProfilerStats& s) {
+    progress.update(str_cat("profiling: ", s.measured, " measured, ", s.cache_hits, " cached, ", s.dropped,
+                            " dropped (", static_cast<int>(s.seconds), " s)"));
+  });
+  options.measurer = profiler.get();
   cache.begin_batch();
   run.result = optimize(g, model, options);
   progress.done();
@@ -186,10 +171,11 @@ void print_summary(const OptimizeRun& run, const MachineFigures& m) {
               << r.num_candidates << " candidates enumerated), " << run.profile.measured << " compiled+timed now, "
               << run.profile.cache_hits << " from cache, " << r.num_dropped << " dropped, " << run.profile.mismatches
               << " mismatches, " << r.solve_rounds << " BLP solves, " << std::fixed << std::setprecision(1)
-              << run.profile.seconds << " s\n  cache: " << run.cache_path << "\n"
+              << run.profile.seconds << " s, " << r.num_stored_solutions
+              << " partitions took a stored solution\n  cache: " << run.cache_path << "\n"
               << std::defaultfloat;
   for (const auto& p : r.partitions)
-    if (p.status != "optimal" && p.status != "reused")
+    if (p.status != "optimal" && p.status != "reused" && p.status != "optimal (stored solution)")
       std::cout << "  partition " << p.index << " (" << p.num_prims << " primitives): " << p.status << "\n";
   std::cout << "\n"
             << std::left << std::setw(16) << "plan" << std::setw(10) << "kernels"
