@@ -468,10 +468,11 @@ def parse_optimize(out):
 
 
 def parse_profile(out):
+    """Kernel rows of `korch run --profile`: index, steady-state median ms, predicted ms, ops, [schedule]."""
     ks = []
-    for m in re.finditer(r"^\s*(\d+)\s+([\d.]+) ms\s+(\S+)\s+\[(.*)\]\s*$", out, re.M):
-        ks.append({"index": int(m.group(1)), "ms": float(m.group(2)), "ops": m.group(3),
-                   "schedule": m.group(4)})
+    for m in re.finditer(r"^\s*(\d+)\s+([\d.]+)\s+([\d.]+)\s+(\S+)\s+\[(.*)\]\s*$", out, re.M):
+        ks.append({"index": int(m.group(1)), "ms": float(m.group(2)), "predicted_ms": float(m.group(3)),
+                   "ops": m.group(4), "schedule": m.group(5)})
     m = re.search(r"ran (\d+) kernels in ([\d.]+) ms", out)
     return ks, (float(m.group(2)) if m else None)
 
@@ -1255,12 +1256,12 @@ def write_md(data, path, png_name):
             ks = sorted(prof["kernels"], key=lambda k: -k["ms"])[:10]
             tot = sum(k["ms"] for k in prof["kernels"])
             w("korch is slower than ONNX Runtime here (%s vs %s ms). Top 10 of korch's %d kernels by time in "
-              "`korch run --profile` (one run in a fresh process, so first-run effects such as oneDNN's JIT and "
-              "thread start-up inflate some kernels; total %s ms), with the steady-state cost korch's profiler "
-              "measured for the same kernel during `optimize` (plan `cost_us`):"
+              "`korch run --profile` (each kernel's median over 10 runs after a warm-up; total %s ms), with "
+              "the cost korch's profiler measured for the same kernel alone during `optimize` (plan `cost_us`, "
+              "before layout links):"
               % (fmt_ms(km), fmt_ms(om), len(prof["kernels"]), fmt_ms(tot)))
             w("")
-            w("| # | first run ms | share | profiled ms (plan) | primitives | backend / schedule |")
+            w("| # | in-plan ms | share | profiled ms (plan) | primitives | backend / schedule |")
             w("|---:|---:|---:|---:|---|---|")
             for k in ks:
                 pc = k.get("plan_cost_us")

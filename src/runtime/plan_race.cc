@@ -44,6 +44,41 @@ std::string ms(double seconds) {
   return s.str();
 }
 
+// Compiles both plans, warms them up and times them in interleaved rounds (which plan goes first
+// alternates); fills the medians and the round count.
+void time_both(const PrimGraph& g, const Plan& korch, const Plan& greedy, int threads, PlanRace& race) {
+  Kernel all;
+  all.inputs = g.inputs();
+  std::vector<TensorData> inputs = random_kernel_inputs(g, all, 7);
+  Executor korch_run(g, korch, threads), greedy_run(g, greedy, threads);
+  for (int i = 0; i < kWarmupRuns; ++i) {
+    korch_run.run(inputs);
+    greedy_run.run(inputs);
+  }
+  std::vector<double> korch_times, greedy_times;
+  using Clock = std::chrono::steady_clock;
+  auto timed = [&](Executor& e) {
+    auto t0 = Clock::now();
+    e.run(inputs);
+    return std::chrono::duration<double>(Clock::now() - t0).count();
+  };
+  double spent = 0;
+  while (race.rounds < kMinRounds || (spent < kBudgetSeconds && race.rounds < kMaxRounds)) {
+    // Alternate which plan goes first, so neither always runs right after the other.
+    if (race.rounds % 2 == 0) {
+      korch_times.push_back(timed(korch_run));
+      greedy_times.push_back(timed(greedy_run));
+    } else {
+      greedy_times.push_back(timed(greedy_run));
+      korch_times.push_back(timed(korch_run));
+    }
+    spent += korch_times.back() + greedy_times.back();
+    ++race.rounds;
+  }
+  race.korch_seconds = median(korch_times);
+  race.greedy_seconds = median(greedy_times);
+}
+
 }  // namespace
 
 uint64_t plan_hash(const PrimGraph& g, const Plan& plan) {
@@ -74,36 +109,13 @@ PlanRace race_against_greedy(const PrimGraph& g, Plan& korch, const Plan& greedy
     race.korch_seconds = korch_cached->median_seconds;
     race.greedy_seconds = greedy_cached->median_seconds;
   } else {
-    Kernel all;
-    all.inputs = g.inputs();
-    std::vector<TensorData> inputs = random_kernel_inputs(g, all, 7);
-    Executor korch_run(g, korch, threads), greedy_run(g, greedy, threads);
-    for (int i = 0; i < kWarmupRuns; ++i) {
-      korch_run.run(inputs);
-      greedy_run.run(inputs);
+    try {
+      time_both(g, korch, greedy, threads, race);
+    } catch (const std::exception& e) {  // a plan that cannot run here: the BLP's plan stays
+      race.raced = false;
+      korch.note = str_cat("BLP plan kept without a race (", e.what(), ")");
+      return race;
     }
-    std::vector<double> korch_times, greedy_times;
-    using Clock = std::chrono::steady_clock;
-    auto timed = [&](Executor& e) {
-      auto t0 = Clock::now();
-      e.run(inputs);
-      return std::chrono::duration<double>(Clock::now() - t0).count();
-    };
-    double spent = 0;
-    while (race.rounds < kMinRounds || (spent < kBudgetSeconds && race.rounds < kMaxRounds)) {
-      // Alternate which plan goes first, so neither always runs right after the other.
-      if (race.rounds % 2 == 0) {
-        korch_times.push_back(timed(korch_run));
-        greedy_times.push_back(timed(greedy_run));
-      } else {
-        greedy_times.push_back(timed(greedy_run));
-        korch_times.push_back(timed(korch_run));
-      }
-      spent += korch_times.back() + greedy_times.back();
-      ++race.rounds;
-    }
-    race.korch_seconds = median(korch_times);
-    race.greedy_seconds = median(greedy_times);
     if (cache) {
       ProfileEntry e;
       e.implementable = e.verified = true;
