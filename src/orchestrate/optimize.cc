@@ -335,7 +335,8 @@ OptimizeResult optimize(const PrimGraph& g, CostModel& cost, const OptimizeOptio
       sets = std::move(*stored_choice);
       ++result.num_unique_partitions;
       ++result.num_stored_solutions;
-      report.status = stored->proven_optimal ? "optimal (stored solution)" : "stored solution";
+      report.status = stored->proven_optimal ? "optimal (stored solution)"
+                                             : "stored solution (not proven optimal when it was solved)";
       result.all_optimal = result.all_optimal && stored->proven_optimal;
       solved.emplace(part.hash, static_cast<int>(pi));
     } else {
@@ -436,12 +437,13 @@ OptimizeResult optimize(const PrimGraph& g, CostModel& cost, const OptimizeOptio
       if (capped)
         report.status = str_cat(sel.status, " over the measured kernels (profiling capped after ",
                                 options.max_profiling_rounds, " rounds)");
-      result.all_optimal = result.all_optimal && sel.proven_optimal;
+      // Optimal over the measured kernels only is not proven optimal.
+      result.all_optimal = result.all_optimal && sel.proven_optimal && !capped;
       for (int k : sel.chosen) sets.push_back(cands[k].prims);
       solved.emplace(part.hash, static_cast<int>(pi));
-      if (prices.measuring() && !capped) {
+      if (prices.measuring()) {
         KernelMeasurer::StoredSolution solution;
-        solution.proven_optimal = sel.proven_optimal;
+        solution.proven_optimal = sel.proven_optimal && !capped;
         for (const auto& set : sets) {
           solution.sets.emplace_back();
           for (PrimId p : set) solution.sets.back().push_back(p - part.prims.front());

@@ -283,10 +283,12 @@ TEST(Blp, TimeLimitReturnsBestPlanWithGap) {
 // counting measurements; partition solutions are kept in memory like the profile cache keeps them.
 class FakeMeasurer : public KernelMeasurer {
  public:
-  explicit FakeMeasurer(CostModel& model) : model_(model) {}
+  // fusion_penalty > 0 makes kernels of many primitives dearer than their estimates, so that
+  // lazy profiling needs several rounds.
+  explicit FakeMeasurer(CostModel& model, double fusion_penalty = 0) : model_(model), penalty_(fusion_penalty) {}
   std::optional<double> measure(const PrimGraph& g, const Kernel& k) override {
     ++measured;
-    return 1.5 * model_.cost(g, k) + 5e-6;
+    return (1.5 + penalty_ * static_cast<double>(k.prims.size() - 1)) * model_.cost(g, k) + 5e-6;
   }
   double measure_fallback(const PrimGraph& g, const Kernel& k) override { return *measure(g, k); }
   bool implementable(const PrimGraph&, const Kernel&) override { return true; }
@@ -302,6 +304,7 @@ class FakeMeasurer : public KernelMeasurer {
 
  private:
   CostModel& model_;
+  double penalty_;
 };
 
 TEST(Optimize, WarmRunReplaysStoredPartitionSolutions) {
@@ -339,6 +342,27 @@ TEST(Optimize, WarmRunReplaysStoredPartitionSolutions) {
   OptimizeResult not_kernels = optimize(g, model, options);
   EXPECT_EQ(not_kernels.num_stored_solutions, 0);
   EXPECT_EQ(not_kernels.korch.kernels.size(), cold.korch.kernels.size());
+}
+
+TEST(Optimize, CappedProfilingIsStoredAsNotProvenOptimal) {
+  PrimGraph g = residual_net(3);
+  AnalyticCostModel model{MachineFigures{}};
+  FakeMeasurer measurer(model, 4.0);
+  OptimizeOptions options;
+  options.measurer = &measurer;
+  options.max_profiling_rounds = 1;
+  options.rivals_per_round = 0;
+  OptimizeResult cold = optimize(g, model, options);
+  bool capped = false;
+  for (const PartitionReport& p : cold.partitions) capped = capped || p.status.find("capped") != std::string::npos;
+  ASSERT_TRUE(capped) << "the fusion penalty should need more than one profiling round";
+  EXPECT_FALSE(cold.all_optimal);
+  OptimizeResult warm = optimize(g, model, options);
+  EXPECT_EQ(warm.num_stored_solutions, warm.num_unique_partitions);
+  EXPECT_FALSE(warm.all_optimal);
+  ASSERT_EQ(warm.korch.kernels.size(), cold.korch.kernels.size());
+  for (size_t i = 0; i < cold.korch.kernels.size(); ++i)
+    EXPECT_EQ(warm.korch.kernels[i].prims, cold.korch.kernels[i].prims);
 }
 
 }  // namespace
