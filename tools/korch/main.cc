@@ -381,6 +381,7 @@ int run_bench(const std::string& model_path, const std::vector<std::string>& sha
                                       {"fallback_kernels", runtimes[i]->num_fallback_kernels()}};
   }
   std::cout << "korch vs greedy (measured): " << std::setprecision(3) << greedy_median / korch_median << "x\n";
+  if (opt.race.raced) std::cout << "plan race (during optimize): " << opt.result.korch.note << "\n";
   j["korch_speedup_over_greedy"] = greedy_median / korch_median;
   j["optimize_seconds"] = r.total_seconds;
   j["candidates"] = r.num_candidates;
