@@ -1,12 +1,24 @@
 // CBC model construction and solution extraction for the selection BLP, plus brute force.
+// CBC runs in a forked child process: Debian's libcbc keeps its internal assertions, and some
+// inputs trip them (seen: CbcCutGenerator.cpp "Assertion `nB' failed", which aborted korch).
+// A child that dies costs that solve its optimality proof, not the optimisation: the warm start
+// is kept and the status says why.
 #include "orchestrate/blp.h"
 
 #include <coin/Cbc_C_Interface.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
 #include <limits>
+#include <optional>
+#include <string>
 
 #include "util/error.h"
 
@@ -47,6 +59,93 @@ std::vector<int> prune(const SelectionProblem& problem, std::vector<int> chosen)
     if (needed[t] && by_output[t] >= 0) kept.push_back(by_output[t]);
   std::sort(kept.begin(), kept.end());
   return kept;
+}
+
+// What the solver process reports back.
+struct CbcOutcome {
+  bool has_solution = false;
+  bool proven_optimal = false;
+  double lower_bound = 0;
+  std::vector<int> chosen;  // columns at 1 among the first n
+};
+
+// Runs Cbc_solve in a forked child and reads its outcome through a pipe; nullopt (with `why`)
+// when the child did not finish normally. KORCH_TEST_SOLVER_ABORT=1 makes the child abort (the
+// tests' stand-in for a CBC assertion).
+std::optional<CbcOutcome> solve_in_child(Cbc_Model* model, int n, std::string* why) {
+  int fds[2];
+  if (pipe(fds) != 0) {
+    *why = str_cat("pipe: ", std::strerror(errno));
+    return std::nullopt;
+  }
+  pid_t pid = fork();
+  if (pid < 0) {
+    *why = str_cat("fork: ", std::strerror(errno));
+    close(fds[0]);
+    close(fds[1]);
+    return std::nullopt;
+  }
+  if (pid == 0) {  // child: solve, write the outcome, leave without running any destructors
+    close(fds[0]);
+    if (const char* a = std::getenv("KORCH_TEST_SOLVER_ABORT"); a && std::strcmp(a, "1") == 0) std::abort();
+    Cbc_solve(model);
+    const double* x = Cbc_getColSolution(model);
+    std::vector<int> words = {x != nullptr && Cbc_numberSavedSolutions(model) > 0, Cbc_isProvenOptimal(model) != 0};
+    double bound = Cbc_getBestPossibleObjValue(model);
+    int bound_words[2];
+    std::memcpy(bound_words, &bound, sizeof bound);
+    words.insert(words.end(), bound_words, bound_words + 2);
+    if (x)
+      for (int k = 0; k < n; ++k)
+        if (x[k] > 0.5) words.push_back(k);
+    const char* p = reinterpret_cast<const char*>(words.data());
+    size_t left = words.size() * sizeof(int);
+    while (left > 0) {
+      ssize_t w = write(fds[1], p, left);
+      if (w <= 0) _exit(3);
+      p += w;
+      left -= static_cast<size_t>(w);
+    }
+    _exit(0);
+  }
+  close(fds[1]);
+  std::vector<char> bytes;
+  char buf[65536];
+  for (ssize_t r; (r = read(fds[0], buf, sizeof buf)) != 0;) {
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    bytes.insert(bytes.end(), buf, buf + r);
+  }
+  close(fds[0]);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    *why = WIFSIGNALED(status)
+               ? str_cat("the solver process died of signal ", WTERMSIG(status), " (", strsignal(WTERMSIG(status)), ")")
+               : str_cat("the solver process exited with status ", WEXITSTATUS(status));
+    return std::nullopt;
+  }
+  if (bytes.size() < 4 * sizeof(int) || bytes.size() % sizeof(int) != 0) {
+    *why = "the solver process returned a truncated result";
+    return std::nullopt;
+  }
+  std::vector<int> words(bytes.size() / sizeof(int));
+  std::memcpy(words.data(), bytes.data(), bytes.size());
+  CbcOutcome out;
+  out.has_solution = words[0] != 0;
+  out.proven_optimal = words[1] != 0;
+  std::memcpy(&out.lower_bound, &words[2], sizeof out.lower_bound);
+  for (size_t i = 4; i < words.size(); ++i) {
+    if (words[i] < 0 || words[i] >= n) {
+      *why = "the solver process returned a column out of range";
+      return std::nullopt;
+    }
+    out.chosen.push_back(words[i]);
+  }
+  return out;
 }
 
 bool reads_linked(const SelectionProblem::Candidate& c, int t) {
@@ -177,25 +276,21 @@ SelectionResult solve_selection_blp(const SelectionProblem& problem, const std::
     for (int k : warm_start) values[k] = 1.0;
     Cbc_setMIPStartI(model, n, cols.data(), values.data());
   }
-  Cbc_solve(model);
+  std::string crash;
+  std::optional<CbcOutcome> outcome = solve_in_child(model, n, &crash);
+  Cbc_deleteModel(model);
   SelectionResult result;
-  const double* x = Cbc_getColSolution(model);
-  bool has_solution = x != nullptr && Cbc_numberSavedSolutions(model) > 0;
   std::vector<int> chosen;
-  if (x)
-    for (int k = 0; k < n; ++k)
-      if (x[k] > 0.5) chosen.push_back(k);
-  if (!has_solution || !selection_is_feasible(problem, chosen)) {
+  if (outcome && outcome->has_solution) chosen = outcome->chosen;
+  if (!outcome || !outcome->has_solution || !selection_is_feasible(problem, chosen)) {
     // No incumbent from CBC: fall back to the warm start (always feasible when given).
     chosen = warm_start;
-    if (chosen.empty() || !selection_is_feasible(problem, chosen)) {
-      Cbc_deleteModel(model);
-      fail("BLP: CBC found no feasible kernel selection within ", time_limit_seconds, " s");
-    }
+    if (chosen.empty() || !selection_is_feasible(problem, chosen))
+      fail("BLP: CBC found no feasible kernel selection within ", time_limit_seconds, " s",
+           outcome ? "" : str_cat(" (", crash, ")"));
   }
-  result.proven_optimal = Cbc_isProvenOptimal(model) != 0;
-  result.lower_bound = Cbc_getBestPossibleObjValue(model);
-  Cbc_deleteModel(model);
+  result.proven_optimal = outcome && outcome->proven_optimal;
+  result.lower_bound = outcome ? outcome->lower_bound : -std::numeric_limits<double>::infinity();
   result.chosen = prune(problem, chosen);
   result.cost = selection_cost(problem, result.chosen);
   // Stopped early, CBC may hold an incumbent worse than the start it was given: never return
@@ -208,7 +303,9 @@ SelectionResult solve_selection_blp(const SelectionProblem& problem, const std::
       result.cost = start_cost;
     }
   }
-  if (result.proven_optimal) {
+  if (!outcome) {
+    result.status = str_cat("solver failed (", crash, "): warm start kept");
+  } else if (result.proven_optimal) {
     result.status = "optimal";
     result.lower_bound = result.cost;
   } else {

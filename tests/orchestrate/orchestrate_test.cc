@@ -279,6 +279,34 @@ TEST(Blp, TimeLimitReturnsBestPlanWithGap) {
   EXPECT_LE(r.korch.predicted_seconds(), r.greedy.predicted_seconds() + 1e-12);
 }
 
+// A solver that dies (CBC aborts on some inputs: its assertions are compiled in) costs the solve
+// its proof, not the process: the warm start comes back, feasible and said to be unproven; with
+// no warm start the error is a korch::Error, not a crash.
+TEST(Blp, SolverCrashKeepsTheWarmStart) {
+  PrimGraph g = residual_net(2);
+  Partition part = whole(g);
+  CandidateOptions co;
+  std::vector<Kernel> cands = enumerate_candidates(g, part, co);
+  AnalyticCostModel model{MachineFigures{}};
+  for (Kernel& k : cands) k.cost = model.cost(g, k);
+  SelectionProblem problem = selection_problem(g, part, cands);
+  std::vector<int> singles;
+  for (size_t k = 0; k < cands.size(); ++k)
+    if (cands[k].prims.size() == 1) singles.push_back(static_cast<int>(k));
+  ASSERT_TRUE(selection_is_feasible(problem, singles));
+  SelectionResult normal = solve_selection_blp(problem, singles, 60);
+  EXPECT_TRUE(normal.proven_optimal);
+  ASSERT_EQ(setenv("KORCH_TEST_SOLVER_ABORT", "1", 1), 0);
+  SelectionResult crashed = solve_selection_blp(problem, singles, 60);
+  EXPECT_THROW(solve_selection_blp(problem, {}, 60), Error);
+  unsetenv("KORCH_TEST_SOLVER_ABORT");
+  EXPECT_FALSE(crashed.proven_optimal);
+  EXPECT_TRUE(selection_is_feasible(problem, crashed.chosen));
+  EXPECT_NEAR(crashed.cost, selection_cost(problem, crashed.chosen), 1e-15);
+  EXPECT_GE(crashed.cost, normal.cost);
+  EXPECT_NE(crashed.status.find("signal 6"), std::string::npos) << crashed.status;
+}
+
 // A deterministic measurer: "measured" cost = 1.5x the analytic estimate + 5 us per kernel,
 // counting measurements; partition solutions are kept in memory like the profile cache keeps them.
 class FakeMeasurer : public KernelMeasurer {
