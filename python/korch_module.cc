@@ -33,7 +33,7 @@
 #include "orchestrate/optimize.h"
 #include "orchestrate/plan.h"
 #include "runtime/executor.h"
-#include "runtime/plan_race.h"
+#include "runtime/optimize_measured.h"
 #include "util/error.h"
 
 namespace py = pybind11;
@@ -120,11 +120,7 @@ OptimizeResult run_optimizer(const PrimGraph& g, const OptimizeArgs& a, Optimize
       warnings->push_back(w);
     });
     CpuProfiler profiler(a.threads, &cache);
-    options.measurer = &profiler;
-    cache.begin_batch();
-    r = optimize(g, model, options);
-    race_against_greedy(g, r.korch, r.greedy, a.threads, &cache, profiler.target(), CpuProfiler::versions());
-    cache.commit_batch();
+    r = optimize_measured(g, model, options, profiler, cache, /*race=*/true);
     stats->compiled_now = profiler.stats().measured;
     stats->cache_hits = profiler.stats().cache_hits;
     stats->mismatches = profiler.stats().mismatches;

@@ -16,7 +16,7 @@
 #include "orchestrate/optimize.h"
 #include "orchestrate/plan.h"
 #include "runtime/executor.h"
-#include "runtime/plan_race.h"
+#include "runtime/optimize_measured.h"
 #include "util/error.h"
 
 namespace korch::api {
@@ -158,12 +158,7 @@ Plan optimize(const Model& model, const OptimizeOptions& o) {
       ProfileCache cache(o.cache.empty() ? ProfileCache::default_path() : o.cache,
                          [](const std::string& w) { std::fprintf(stderr, "korch: warning: %s\n", w.c_str()); });
       CpuProfiler profiler(o.threads, &cache);
-      options.measurer = &profiler;
-      cache.begin_batch();
-      r = korch::optimize(g, cost, options);
-      if (o.plan_race)
-        race_against_greedy(g, r.korch, r.greedy, o.threads, &cache, profiler.target(), CpuProfiler::versions());
-      cache.commit_batch();
+      r = optimize_measured(g, cost, options, profiler, cache, o.plan_race);
     }
     return Plan(std::make_shared<const Plan::Impl>(Plan::Impl{model, std::move(r.korch)}));
   });

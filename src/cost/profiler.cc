@@ -106,6 +106,12 @@ double variant_score(const ProfileEntry& e) { return e.median_seconds - 0.5 * su
 
 }  // namespace
 
+std::vector<TensorData> random_graph_inputs(const PrimGraph& g, uint32_t seed) {
+  Kernel whole_graph;
+  whole_graph.inputs = g.inputs();
+  return random_kernel_inputs(g, whole_graph, seed);
+}
+
 std::vector<TensorData> random_kernel_inputs(const PrimGraph& g, const Kernel& k, uint32_t seed) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> real(-1.0f, 1.0f);

@@ -58,6 +58,7 @@ class CpuProfiler : public KernelMeasurer {
   void set_progress(std::function<void(const ProfilerStats&)> progress) { progress_ = std::move(progress); }
   // Target and version strings that key the cache.
   std::string target() const { return target_; }
+  int threads() const { return threads_; }
   static std::string versions();
 
  private:
@@ -80,6 +81,8 @@ class CpuProfiler : public KernelMeasurer {
 
 // Random inputs for a kernel (constants keep their values; indices stay in range).
 std::vector<TensorData> random_kernel_inputs(const PrimGraph& g, const Kernel& k, uint32_t seed);
+// Random values for the graph's inputs, in g.inputs() order (the same rules as a kernel's).
+std::vector<TensorData> random_graph_inputs(const PrimGraph& g, uint32_t seed);
 // Median seconds of `run` (warm-up, then at least `min_runs` and ~`budget_seconds` of wall
 // time). `prepare` (optional) runs untimed before every run.
 double median_run_seconds(const std::function<void()>& run, int min_runs = 5, double budget_seconds = 0.02,

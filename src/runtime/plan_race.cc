@@ -47,9 +47,7 @@ std::string ms(double seconds) {
 // Compiles both plans, warms them up and times them in interleaved rounds (which plan goes first
 // alternates); fills the medians and the round count.
 void time_both(const PrimGraph& g, const Plan& korch, const Plan& greedy, int threads, PlanRace& race) {
-  Kernel all;
-  all.inputs = g.inputs();
-  std::vector<TensorData> inputs = random_kernel_inputs(g, all, 7);
+  std::vector<TensorData> inputs = random_graph_inputs(g, 7);
   Executor korch_run(g, korch, threads), greedy_run(g, greedy, threads);
   for (int i = 0; i < kWarmupRuns; ++i) {
     korch_run.run(inputs);

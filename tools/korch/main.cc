@@ -22,7 +22,7 @@
 #include "reference/reference.h"
 #include "reference/run_plan.h"
 #include "runtime/executor.h"
-#include "runtime/plan_race.h"
+#include "runtime/optimize_measured.h"
 #include "util/error.h"
 
 namespace korch {
@@ -140,18 +140,10 @@ OptimizeRun run_optimizer(const PrimGraph& g, OptimizeFlags f, const std::string
     progress.update(str_cat("profiling: ", s.measured, " measured, ", s.cache_hits, " cached, ", s.dropped,
                             " dropped (", static_cast<int>(s.seconds), " s)"));
   });
-  options.measurer = profiler.get();
-  cache.begin_batch();
-  run.result = optimize(g, model, options);
+  run.result = optimize_measured(g, model, options, *profiler, cache, f.plan_race, &run.race,
+                                 [&] { progress.update("timing the BLP's plan and the greedy plan end to end"); });
   progress.done();
-  run.profile = profiler->stats();
-  if (f.plan_race) {
-    progress.update("timing the BLP's plan and the greedy plan end to end");
-    run.race = race_against_greedy(g, run.result.korch, run.result.greedy, f.threads, &cache, profiler->target(),
-                                   CpuProfiler::versions());
-    progress.done();
-  }
-  cache.commit_batch();
+  run.profile = profiler->stats();  // the race measures no kernels
   return run;
 }
 
@@ -223,13 +215,6 @@ int run_optimize(const std::string& model_path, const std::vector<std::string>& 
   return 0;
 }
 
-std::vector<TensorData> random_inputs(const PrimGraph& g, uint32_t seed) {
-  std::vector<PrimId> none;
-  Kernel pseudo;
-  pseudo.inputs = g.inputs();
-  return random_kernel_inputs(g, pseudo, seed);
-}
-
 int run_model(const std::string& model_path, const std::vector<std::string>& shapes, const std::string& plan_path,
               const std::vector<std::string>& input_specs, const std::string& out_dir, bool profile, bool serve,
               bool random, const OptimizeFlags& flags) {
@@ -242,7 +227,7 @@ int run_model(const std::string& model_path, const std::vector<std::string>& sha
     if (eq == std::string::npos) fail("--input expects NAME=FILE.pb (got '", spec, "')");
     given[spec.substr(0, eq)] = read_tensor_file(spec.substr(eq + 1));
   }
-  std::vector<TensorData> inputs = random ? random_inputs(m.graph, 1) : std::vector<TensorData>{};
+  std::vector<TensorData> inputs = random ? random_graph_inputs(m.graph, 1) : std::vector<TensorData>{};
   for (size_t i = 0; i < m.graph.inputs().size() && !random; ++i) {
     const std::string& name = m.graph.tensor(m.graph.inputs()[i]).name;
     auto it = given.find(name);
@@ -334,7 +319,7 @@ int run_bench(const std::string& model_path, const std::vector<std::string>& sha
   std::vector<const Plan*> plans = {&r.per_op, &r.greedy, &r.korch};
   std::vector<std::unique_ptr<korch::Executor>> runtimes;
   for (const Plan* p : plans) runtimes.push_back(std::make_unique<korch::Executor>(m.graph, *p, flags.threads));
-  std::vector<TensorData> inputs = random_inputs(m.graph, 1);
+  std::vector<TensorData> inputs = random_graph_inputs(m.graph, 1);
   std::vector<std::vector<double>> times(plans.size());
   std::vector<std::vector<TensorData>> outputs(plans.size());
   for (size_t i = 0; i < plans.size(); ++i) outputs[i] = runtimes[i]->run(inputs);  // warm-up
