@@ -28,6 +28,7 @@
 #include "cost/machine.h"
 #include "cost/profile_cache.h"
 #include "cost/profiler.h"
+#include "export/export.h"
 #include "frontend/onnx_import.h"
 #include "frontend/onnx_tensor.h"
 #include "orchestrate/optimize.h"
@@ -211,6 +212,32 @@ PlanPtr py_load_plan(const fs::path& model_path, const fs::path& plan_path,
   ModelPtr model = load_model(model_path, shapes);
   Plan plan = load_plan(model->m.graph, plan_path.string());
   return wrap(model, std::move(plan));
+}
+
+// korch.export: the same package `korch export` writes, from a Plan object (its model is known).
+py::dict py_export(const PyPlan& p, const fs::path& out_dir, int threads) {
+  if (threads < 1) throw py::value_error("threads must be at least 1 (got " + std::to_string(threads) + ")");
+  if (out_dir.empty()) throw py::value_error("out_dir must not be empty");
+  ExportOptions options;
+  options.out_dir = out_dir.string();
+  options.threads = threads;
+  ExportSummary s;
+  std::ostringstream log;
+  {
+    py::gil_scoped_release release;
+    s = export_package(p.model->m.graph, p.model->m.output_names, p.plan, options, log);
+  }
+  py::dict d;
+  d["out_dir"] = out_dir.string();
+  d["kernels"] = static_cast<int>(p.plan.kernels.size());
+  d["halide_kernels"] = s.halide_kernels;
+  d["onednn_kernels"] = s.onednn_kernels;
+  d["reference_kernels"] = s.reference_kernels;
+  d["target"] = s.target;
+  d["cpu_features"] = s.cpu_features;
+  d["weight_bytes"] = s.weight_bytes;
+  d["log"] = log.str();
+  return d;
 }
 
 std::string kernel_ops(const PrimGraph& g, const Kernel& k) {
@@ -575,6 +602,10 @@ PYBIND11_MODULE(_korch, m) {
         "Import an ONNX model and find its optimal kernel orchestration.");
   m.def("load_plan", &py_load_plan, py::arg("model_path"), py::arg("plan_path"), py::arg("input_shapes") = py::none(),
         "Import a model and load a plan file for it (korch.Error if the plan was made for another model).");
+  m.def("export", &py_export, py::arg("plan"), py::arg("out_dir"), py::arg("threads") = 2,
+        "Write a deployable package of plan's model (as `korch export`): model.kpkg, weights.bin, AOT Halide\n"
+        "kernels, the C API header and a CMake project; build it with `cmake -S OUT -B OUT/build && cmake\n"
+        "--build OUT/build`. Returns a summary dict (kernel counts, target, cpu_features, weight_bytes).");
   m.def(
       "read_tensor",
       [](const fs::path& path) {

@@ -6,6 +6,7 @@
     plan.save("plan.json")
     sess = korch.Session("model.onnx", plan)            # or plan="plan.json", or None (optimize now)
     out = sess.run({"input": np.zeros(sess.input_shapes["input"], np.float32)})
+    korch.export(plan, "pkg")                           # deployable package (C API), as `korch export`
 
 Errors raised by korch itself (unsupported model, plan made for another model, bad file...) are
 ``korch.Error``, a subclass of ``RuntimeError`` whose message is korch's one-line explanation.
@@ -18,6 +19,7 @@ from ._korch import (  # noqa: F401
     Plan,
     Session,
     default_cache_path,
+    export,
     load_plan,
     optimize,
     read_tensor,
@@ -38,6 +40,7 @@ __all__ = [
     "Plan",
     "Session",
     "default_cache_path",
+    "export",
     "load_plan",
     "optimize",
     "read_tensor",

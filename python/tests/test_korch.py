@@ -7,7 +7,10 @@ Run from the repository root after building (see python/README.md):
 Tests that need onnx / onnxruntime (building small models, the ONNX Runtime oracle) are skipped
 when those packages are missing.
 """
+import ctypes
 import os
+import shutil
+import subprocess
 import threading
 from pathlib import Path
 
@@ -252,6 +255,92 @@ def test_input_validation(session):
     # A non-contiguous view of the right dtype and shape is accepted.
     wide = np.zeros((1, 3, 32, 64), np.float32)
     assert session.run({"input": wide[..., ::2]})["output"].shape == (1, 10)
+
+
+def build_package(pkg, build):
+    """Configure and build an exported package's shared library; returns its path."""
+    gen = ["-G", "Ninja"] if shutil.which("ninja") else []
+    for cmd in (["cmake", "-S", str(pkg), "-B", str(build), "-DCMAKE_BUILD_TYPE=Release", *gen],
+                ["cmake", "--build", str(build), "--target", "korch_model", "-j", "2"]):
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        assert r.returncode == 0, f"{' '.join(cmd)} failed:\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}"
+    return build / "libkorch_model.so"
+
+
+class ExportedModel:
+    """The exported package's C API (include/korch_model.h) through ctypes."""
+
+    def __init__(self, so, pkg, threads):
+        lib = self.lib = ctypes.CDLL(str(so))
+        lib.korch_create.restype = ctypes.c_void_p
+        lib.korch_create.argtypes = [ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t]
+        for f in ("korch_num_inputs", "korch_num_outputs"):
+            getattr(lib, f).argtypes = [ctypes.c_void_p]
+        for f in ("korch_input_name", "korch_output_name"):
+            getattr(lib, f).argtypes = [ctypes.c_void_p, ctypes.c_int]
+            getattr(lib, f).restype = ctypes.c_char_p
+        lib.korch_output_bytes.argtypes = [ctypes.c_void_p, ctypes.c_int]
+        lib.korch_output_bytes.restype = ctypes.c_int64
+        lib.korch_run.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_void_p)]
+        lib.korch_last_error.argtypes = [ctypes.c_void_p]
+        lib.korch_last_error.restype = ctypes.c_char_p
+        lib.korch_destroy.argtypes = [ctypes.c_void_p]
+        err = ctypes.create_string_buffer(512)
+        self.m = lib.korch_create(str(pkg).encode(), threads, err, len(err))
+        assert self.m, f"korch_create: {err.value.decode()}"
+
+    def names(self, kind):
+        n = getattr(self.lib, f"korch_num_{kind}s")(self.m)
+        return [getattr(self.lib, f"korch_{kind}_name")(self.m, i).decode() for i in range(n)]
+
+    def run(self, inputs):
+        """inputs: numpy arrays in declaration order; returns the raw bytes of each output."""
+        ins = (ctypes.c_void_p * len(inputs))(*[a.ctypes.data for a in inputs])
+        outs = [ctypes.create_string_buffer(self.lib.korch_output_bytes(self.m, i))
+                for i in range(len(self.names("output")))]
+        out_ptrs = (ctypes.c_void_p * len(outs))(*[ctypes.addressof(b) for b in outs])
+        assert self.lib.korch_run(self.m, ins, out_ptrs) == 0, self.lib.korch_last_error(self.m).decode()
+        return [b.raw for b in outs]
+
+    def close(self):
+        self.lib.korch_destroy(self.m)
+
+
+def test_export_builds_and_matches_session(plan, case_io, tmp_path, monkeypatch):
+    """korch.export writes the package `korch export` writes; built and run through its C API, it
+    gives korch.Session's outputs bit for bit (same plan, threads and strict_float Halide target on
+    both sides: JIT and AOT code may otherwise reassociate float sums differently)."""
+    monkeypatch.setenv("HL_JIT_TARGET", "host-strict_float")
+    x, expected = case_io
+    pkg = tmp_path / "pkg"
+    summary = korch.export(plan, pkg, threads=2)
+    assert summary["kernels"] == plan.kernels
+    assert summary["halide_kernels"] + summary["onednn_kernels"] + summary["reference_kernels"] == plan.kernels
+    assert summary["weight_bytes"] > 0 and summary["cpu_features"]
+    for f in ("model.kpkg", "weights.bin", "CMakeLists.txt", "include/korch_model.h"):
+        assert (pkg / f).is_file(), f"package lacks {f}"
+    so = build_package(pkg, tmp_path / "build")
+    exported = ExportedModel(so, pkg, threads=2)
+    try:
+        assert exported.names("input") == ["input"] and exported.names("output") == ["output"]
+        (raw,) = exported.run([np.ascontiguousarray(x)])
+    finally:
+        exported.close()
+    got = np.frombuffer(raw, np.float32).reshape(expected.shape)
+    mine = korch.Session(MODEL, plan, threads=2).run({"input": x})["output"]
+    assert got.tobytes() == mine.tobytes(), f"exported vs Session: max abs {np.abs(got - mine).max()}"
+    assert_close(got, expected, "exported package vs test case")
+
+
+def test_export_bad_arguments(plan, tmp_path):
+    with pytest.raises(ValueError, match="threads"):
+        korch.export(plan, tmp_path / "p", threads=0)
+    with pytest.raises(TypeError):
+        korch.export("plan.json", tmp_path / "p")  # a Plan object, not a path
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    with pytest.raises(korch.Error, match="cannot create folder"):
+        korch.export(plan, blocker / "pkg")
 
 
 def test_plan_save_load_roundtrip(plan, tmp_path, case_io):

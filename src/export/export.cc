@@ -61,12 +61,20 @@ void write_bytes(const fs::path& path, const void* data, size_t n) {
 
 void write_text(const fs::path& path, const std::string& text) { write_bytes(path, text.data(), text.size()); }
 
+void make_folder(const fs::path& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) fail("cannot create folder '", dir.string(), "': ", ec.message());
+}
+
 void copy_source(const fs::path& from, const fs::path& to) {
   if (!fs::exists(from))
     fail("korch export needs its runtime sources, and '", from.string(),
          "' does not exist (set KORCH_SOURCE_DIR to korch's source tree)");
-  fs::create_directories(to.parent_path());
-  fs::copy_file(from, to, fs::copy_options::overwrite_existing);
+  make_folder(to.parent_path());
+  std::error_code ec;
+  fs::copy_file(from, to, fs::copy_options::overwrite_existing, ec);
+  if (ec) fail("cannot copy '", from.string(), "' to '", to.string(), "': ", ec.message());
 }
 
 uint64_t fnv1a(const std::vector<unsigned char>& bytes, uint64_t h = 1469598103934665603ull) {
@@ -178,9 +186,9 @@ ExportSummary export_package(const PrimGraph& g, const std::vector<std::string>&
   fs::path src = options.source_dir.empty() ? fs::path(KORCH_SOURCE_DIR) : fs::path(options.source_dir);
   if (const char* env = std::getenv("KORCH_SOURCE_DIR"); env && options.source_dir.empty()) src = env;
   fs::path out = options.out_dir;
-  fs::create_directories(out / "kernels");
-  fs::create_directories(out / "include");
-  fs::create_directories(out / "runtime" / "src");
+  make_folder(out / "kernels");
+  make_folder(out / "include");
+  make_folder(out / "runtime" / "src");
   cpu::set_num_threads(options.threads);
 
   ExportSummary summary;
