@@ -1,13 +1,16 @@
 // Bandwidth reached by fused memory-bound kernels (Halide backend) against the machine's
 // measured memory bandwidth (triad, all threads). Large kernels only, so caches do not help.
-// Usage: korch_fused_bandwidth [--threads 2]
+// Each kernel runs in every schedule variant korch has for it; the fastest is reported.
+// Usage: korch_fused_bandwidth [--threads 2] [--rounds 15]
+#include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <cstring>
 #include <iomanip>
 #include <iostream>
 
 #include "backend/cpu/compiled_kernel.h"
 #include "cost/analytic.h"
-#include "cost/calibrate.h"
 #include "cost/profiler.h"
 #include "orchestrate/kernel.h"
 
@@ -80,35 +83,86 @@ std::vector<BenchKernel> kernels() {
   return ks;
 }
 
-int main_impl(int threads) {
-  std::cout << "calibrating (" << threads << " threads)...\n";
-  MachineFigures m = calibrate_machine(threads);
-  std::cout << "machine memory bandwidth (triad): " << std::fixed << std::setprecision(1) << m.bandwidth_gbs
-            << " GB/s\n\n"
-            << std::left << std::setw(40) << "kernel" << std::setw(12) << "MiB moved" << std::setw(12) << "median ms"
-            << std::setw(10) << "GB/s"
-            << "of peak  schedule\n";
+// The triad of `korch calibrate` (a = b + 3c over 3 x 128 MiB arrays, all threads), timed once.
+class Triad {
+ public:
+  Triad() : a_(kFloats), b_(kFloats, 1.0f), c_(kFloats, 2.0f) {}
+  double run_seconds() {
+    auto t0 = std::chrono::steady_clock::now();
+    float* a = a_.data();
+    const float* b = b_.data();
+    const float* c = c_.data();
+#pragma omp parallel for simd
+    for (size_t i = 0; i < kFloats; ++i) a[i] = b[i] + 3.0f * c[i];
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
+  static double bytes() { return 3.0 * kFloats * sizeof(float); }
+
+ private:
+  static constexpr size_t kFloats = (128u << 20) / sizeof(float);
+  std::vector<float> a_, b_, c_;
+};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// Rounds alternate the triad and the kernel, so that both see the same machine (the memory
+// bandwidth of this VM drifts by +-20% within minutes); the reported fraction is the median over
+// rounds of kernel GB/s / triad GB/s of the same round.
+int main_impl(int threads, int rounds) {
   cpu::set_num_threads(threads);
+  Triad triad;
+  triad.run_seconds();  // first touch
+  std::cout << "fused memory-bound kernels vs the triad, " << threads << " threads, " << rounds
+            << " interleaved rounds (medians)\n\n"
+            << std::left << std::setw(40) << "kernel" << std::setw(11) << "MiB moved" << std::setw(11) << "kernel ms"
+            << std::setw(10) << "GB/s" << std::setw(12) << "triad GB/s"
+            << "of triad  schedule\n";
   for (BenchKernel& b : kernels()) {
     std::vector<PrimId> all;
     for (PrimId p = 0; p < b.g.num_prims(); ++p) all.push_back(p);
     Kernel k = make_kernel(b.g, all);
-    std::string why;
-    auto compiled = cpu::compile_kernel(b.g, k, &why);
-    if (!compiled) {
-      std::cout << b.name << ": not generated (" << why << ")\n";
-      continue;
-    }
     std::vector<TensorData> inputs = random_kernel_inputs(b.g, k, 1);
     std::vector<const void*> ptrs;
     for (const TensorData& t : inputs) ptrs.push_back(t.raw());
     TensorData out(b.g.tensor(k.output).dtype, b.g.tensor(k.output).shape);
-    double s = median_run_seconds([&] { compiled->run(ptrs, out.raw()); }, 7, 0.5);
+    // Every schedule variant, the fastest kept (as profiling does).
+    std::unique_ptr<cpu::CompiledKernel> compiled;
+    double best = 0;
+    std::string why;
+    for (int v = 0; v < cpu::schedule_variants(b.g, k); ++v) {
+      k.schedule = v;
+      auto c = cpu::compile_kernel(b.g, k, &why);
+      if (!c) continue;
+      double t = median_run_seconds([&] { c->run(ptrs, out.raw()); }, 5, 0.2);
+      if (!compiled || t < best) {
+        compiled = std::move(c);
+        best = t;
+      }
+    }
+    if (!compiled) {
+      std::cout << b.name << ": not generated (" << why << ")\n";
+      continue;
+    }
     double bytes = kernel_work(b.g, k).bytes;
-    double gbs = bytes / s / 1e9;
-    std::cout << std::setw(40) << b.name << std::setw(12) << std::setprecision(0) << bytes / (1 << 20) << std::setw(12)
-              << std::setprecision(2) << s * 1e3 << std::setw(10) << std::setprecision(1) << gbs << std::setw(9)
-              << std::setprecision(0) << 100.0 * gbs / m.bandwidth_gbs << "% " << compiled->describe() << "\n";
+    std::vector<double> kernel_s, triad_gbs, fraction;
+    for (int r = 0; r < rounds; ++r) {
+      double t = triad.run_seconds();
+      auto t0 = std::chrono::steady_clock::now();
+      compiled->run(ptrs, out.raw());
+      double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      kernel_s.push_back(s);
+      triad_gbs.push_back(Triad::bytes() / t / 1e9);
+      fraction.push_back((bytes / s) / (Triad::bytes() / t));
+    }
+    double s = median(kernel_s);
+    std::cout << std::setw(40) << b.name << std::fixed << std::setw(11) << std::setprecision(0) << bytes / (1 << 20)
+              << std::setw(11) << std::setprecision(2) << s * 1e3 << std::setw(10) << std::setprecision(1)
+              << bytes / s / 1e9 << std::setw(12) << median(triad_gbs) << std::setw(10)
+              << (std::to_string(static_cast<int>(std::lround(100.0 * median(fraction)))) + "%") << compiled->describe()
+              << "\n";
   }
   return 0;
 }
@@ -117,11 +171,17 @@ int main_impl(int threads) {
 }  // namespace korch
 
 int main(int argc, char** argv) {
-  int threads = 2;
-  for (int i = 1; i + 1 < argc; ++i)
+  int threads = 2, rounds = 15;
+  for (int i = 1; i + 1 < argc; ++i) {
     if (std::strcmp(argv[i], "--threads") == 0) threads = std::atoi(argv[i + 1]);
+    if (std::strcmp(argv[i], "--rounds") == 0) rounds = std::atoi(argv[i + 1]);
+  }
+  if (threads < 1 || rounds < 1) {
+    std::cerr << "usage: korch_fused_bandwidth [--threads N] [--rounds R]\n";
+    return 2;
+  }
   try {
-    return korch::main_impl(threads);
+    return korch::main_impl(threads, rounds);
   } catch (const std::exception& e) {
     std::cerr << "error: " << e.what() << "\n";
     return 1;

@@ -1224,7 +1224,7 @@ def write_md(data, path, png_name):
                     w("")
                 if warm.get("plan_race"):
                     w("Plan race (korch optimize times the BLP's plan and the greedy plan end to end and keeps "
-                      "greedy's kernels only if they are >2%% faster): " + warm["plan_race"] +
+                      "greedy's kernels only if they are >2% faster): " + warm["plan_race"] +
                       (" (the BLP's plan had %d kernels, predicted %s)" % (warm["blp_kernels"],
                                                                          fmt_ms(warm["blp_predicted_ms"]))
                        if warm.get("blp_kernels") else "") + ".")

@@ -219,7 +219,7 @@ CpuProfiler::CpuProfiler(int threads, ProfileCache* cache, std::function<void(co
 
 std::string CpuProfiler::versions() {
   const dnnl_version_t* v = dnnl_version();
-  return str_cat("halide14 onednn", v->major, ".", v->minor, ".", v->patch, " korch-codegen-3 cold-cache");
+  return str_cat("halide14 onednn", v->major, ".", v->minor, ".", v->patch, " korch-codegen-4 cold-cache");
 }
 
 // Compiles, verifies (against `want`, the reference output for `inputs`, computed on first

@@ -108,6 +108,11 @@ class Generator {
     for (size_t j = 0; j < s.size(); ++j) in[j] = s[j] == 1 ? Expr(0) : idx[shift + j];
     return at(t, in);
   }
+  // Whether tensor t, broadcast to `out`, takes one value along the output's innermost axis.
+  bool constant_along_rows(TensorId t, const Shape& out) const {
+    const Shape& s = g_.tensor(t).shape;
+    return !out.empty() && out.back() > 1 && (s.empty() || s.back() == 1) && g_.tensor(t).dtype == DType::F32;
+  }
   Expr as_bool(Expr e) { return e.type().is_bool() ? e : e != Halide::cast(e.type(), 0); }
   Expr store(Expr e, DType t) {
     if (e.type().is_bool())
@@ -184,6 +189,11 @@ class Generator {
       case PrimOp::Mul: return a[0] * a[1];
       case PrimOp::Div:
         if (!fp) throw Unsupported{"integer division (Halide rounds toward -inf, ONNX toward 0)"};
+        // A divisor constant along the output's rows (softmax's sum, a norm's deviation):
+        // multiply by its reciprocal, which Halide hoists out of the row loop (a vector division
+        // per element costs more than the memory traffic). Differs from a / b by fp32 rounding
+        // (<= 1.5 ulp), except for denormal divisors (1 / b overflows to inf).
+        if (constant_along_rows(prim.inputs[1], g_.tensor(prim.output).shape)) return a[0] * (1.0f / a[1]);
         return a[0] / a[1];
       case PrimOp::Pow:
         if (!fp || !is_floating(g_.tensor(prim.inputs[1]).dtype)) throw Unsupported{"integer Pow"};

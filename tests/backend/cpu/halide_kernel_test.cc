@@ -272,7 +272,7 @@ std::vector<Case> cases() {
                     return g;
                   }});
   }
-  // Long contiguous rows: accumulators vectorised by rfactor (lanes combined at the end).
+  // Long contiguous rows (LLVM vectorises the running reduction: Halide allows reassociation).
   cs.push_back({"softmax over rows of 96", [] {
                   PrimGraph g;
                   TensorId x = g.add_input("x", DType::F32, {3, 5, 96});
@@ -291,6 +291,37 @@ std::vector<Case> cases() {
                     return g;
                   }});
   }
+  // Reductions with rows that are not a multiple of the vector width, integer accumulators,
+  // several reduced axes, and the reduction as the kernel's output.
+  for (DType t : {DType::F32, DType::I32}) {
+    cs.push_back({std::string("sum and max over rows of 45, no keepdims, ") + dtype_name(t), [t] {
+                    PrimGraph g;
+                    TensorId x = g.add_input("x", t, {4, 7, 45});
+                    TensorId s = g.add_primitive(PrimOp::ReduceSum, {x}, axes({2}, 0));
+                    TensorId m = g.add_primitive(PrimOp::ReduceMax, {x}, axes({2}, 0));
+                    g.mark_output(g.add_primitive(PrimOp::Sub, {s, m}, {}));
+                    return g;
+                  }});
+  }
+  cs.push_back({"max over planes of 7x37, subtracted (materialised, two reduced axes, tail)", [] {
+                  PrimGraph g;
+                  TensorId x = g.add_input("x", DType::F32, {2, 3, 7, 37});
+                  TensorId m = g.add_primitive(PrimOp::ReduceMax, {x}, axes({2, 3}, 1));
+                  g.mark_output(g.add_primitive(PrimOp::Sub, {x, m}, {}));
+                  return g;
+                }});
+  cs.push_back({"mean over rows of 50 as the output (fused parallel variant)", [] {
+                  PrimGraph g;
+                  TensorId x = g.add_input("x", DType::F32, {2, 9, 50});
+                  g.mark_output(g.add_primitive(PrimOp::ReduceMean, {x}, axes({2}, 1)));
+                  return g;
+                }});
+  cs.push_back({"sum of everything (scalar output)", [] {
+                  PrimGraph g;
+                  TensorId x = g.add_input("x", DType::F32, {6, 40});
+                  g.mark_output(g.add_primitive(PrimOp::ReduceSum, {x}, axes({0, 1}, 0)));
+                  return g;
+                }});
   cs.push_back({"short outer axis: 3 channels of 17x33 (fused parallel variant)", [] {
                   PrimGraph g;
                   TensorId x = g.add_input("x", DType::F32, {1, 3, 17, 33});
