@@ -12,6 +12,7 @@
 
 #include "backend/cpu/compiled_kernel.h"
 #include "check/test_case.h"
+#include "orchestrate/plan.h"
 #include "reference/reference.h"
 #include "util/error.h"
 
@@ -219,7 +220,7 @@ CpuProfiler::CpuProfiler(int threads, ProfileCache* cache, std::function<void(co
 
 std::string CpuProfiler::versions() {
   const dnnl_version_t* v = dnnl_version();
-  return str_cat("halide14 onednn", v->major, ".", v->minor, ".", v->patch, " korch-codegen-4 cold-cache");
+  return str_cat("halide14 onednn", v->major, ".", v->minor, ".", v->patch, " ", kCodegenVersion, " cold-cache");
 }
 
 // Compiles, verifies (against `want`, the reference output for `inputs`, computed on first

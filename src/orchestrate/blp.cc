@@ -10,12 +10,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <limits>
 #include <optional>
 #include <string>
@@ -68,6 +70,20 @@ struct CbcOutcome {
   double lower_bound = 0;
   std::vector<int> chosen;  // columns at 1 among the first n
 };
+
+// The problem the solver died on, written as an MPS file in the temp folder so that it can be
+// reported and replayed (cbc FILE.mps); returns "; problem written to FILE" or "".
+std::string keep_problem_for_report(Cbc_Model* model) {
+  static std::atomic<int> counter{0};
+  std::error_code ec;
+  std::filesystem::path dir = std::filesystem::temp_directory_path(ec);
+  if (ec) return "";
+  std::string base = (dir / str_cat("korch-blp-crash-", getpid(), "-", counter++)).string();
+  Cbc_writeMps(model, base.c_str());  // CBC appends ".mps.gz" (gzipped when built with zlib)
+  for (const std::string& file : {base + ".mps.gz", base + ".mps", base})
+    if (std::filesystem::exists(file, ec)) return str_cat("; problem written to ", file);
+  return "";
+}
 
 // Runs Cbc_solve in a forked child and reads its outcome through a pipe; nullopt (with `why`)
 // when the child did not finish normally. KORCH_TEST_SOLVER_ABORT=1 makes the child abort (the
@@ -278,6 +294,7 @@ SelectionResult solve_selection_blp(const SelectionProblem& problem, const std::
   }
   std::string crash;
   std::optional<CbcOutcome> outcome = solve_in_child(model, n, &crash);
+  if (!outcome) crash += keep_problem_for_report(model);
   Cbc_deleteModel(model);
   SelectionResult result;
   std::vector<int> chosen;

@@ -71,6 +71,7 @@ class PricedCache {
   // the reference kernel. Returns false when the kernel is dropped.
   bool measure(Kernel& k, bool allow_fallback) {
     requested_.insert(k.hash);
+    estimate(k);  // every structure measured is also priced (num_priced counts it)
     auto it = measured_.find(k.hash);
     if (it == measured_.end()) {
       std::optional<double> m = measurer_->measure(g_, k);
@@ -463,8 +464,10 @@ OptimizeResult optimize(const PrimGraph& g, CostModel& cost, const OptimizeOptio
   sort_plan(g, korch);
   validate_plan_or_throw(g, korch);
   result.korch = std::move(korch);
-  for (Plan* plan : {&result.korch, &result.greedy, &result.per_op, &result.per_primitive})
+  for (Plan* plan : {&result.korch, &result.greedy, &result.per_op, &result.per_primitive}) {
     plan->link_savings_seconds = plan_link_savings(g, *plan, prices);
+    plan->codegen = kCodegenVersion;
+  }
   result.num_priced = prices.size();
   result.num_measured = prices.num_measured();
   result.num_dropped = prices.num_dropped();

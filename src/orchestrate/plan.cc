@@ -60,6 +60,8 @@ void validate_plan_or_throw(const PrimGraph& g, const Plan& plan) {
   if (!problems.empty()) fail("invalid plan: ", problems.front());
 }
 
+const char* const kCodegenVersion = "korch-codegen-4";
+
 std::string plan_to_json(const PrimGraph& g, const Plan& plan) {
   nlohmann::json j;
   j["format"] = "korch-plan-1";
@@ -69,6 +71,7 @@ std::string plan_to_json(const PrimGraph& g, const Plan& plan) {
   j["predicted_ms"] = plan.predicted_seconds() * 1e3;
   if (plan.link_savings_seconds != 0) j["link_savings_ms"] = plan.link_savings_seconds * 1e3;
   if (!plan.note.empty()) j["note"] = plan.note;
+  if (!plan.codegen.empty()) j["codegen"] = plan.codegen;
   j["kernels"] = nlohmann::json::array();
   for (const Kernel& k : plan.kernels) {
     nlohmann::json kj;
@@ -100,6 +103,7 @@ Plan plan_from_json(const PrimGraph& g, const std::string& text, const std::stri
     plan.cost_model = j.value("cost_model", "");
     plan.link_savings_seconds = j.value("link_savings_ms", 0.0) * 1e-3;
     plan.note = j.value("note", "");
+    plan.codegen = j.value("codegen", "");
     for (const auto& kj : j.at("kernels")) {
       std::vector<PrimId> prims = kj.at("prims").get<std::vector<PrimId>>();
       for (PrimId p : prims)

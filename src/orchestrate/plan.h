@@ -17,9 +17,16 @@ struct Plan {
   // Seconds of layout conversions the kernels' costs include but the plan does not run: tensors
   // handed from one kernel to the next in the backend's internal layout (layout linking).
   double link_savings_seconds = 0;
-  std::string note;                  // how the plan was chosen, where more than the BLP decided (plan race)
+  std::string note;  // how the plan was chosen, where more than the BLP decided (plan race)
+  // The kernel code generator whose schedule variants the kernels' `schedule` indices name
+  // (kCodegenVersion when this build made the plan; "" for plan files that do not say).
+  std::string codegen;
   double predicted_seconds() const;  // kernel costs less link_savings_seconds
 };
+
+// This build's kernel code generation. Schedule variant indices (and measured costs, through
+// the profile cache key) belong to one version; a plan made by another may run slower kernels.
+extern const char* const kCodegenVersion;
 
 // Orders kernels topologically (by output primitive) and drops exact duplicates.
 void sort_plan(const PrimGraph& g, Plan& plan);

@@ -2,6 +2,8 @@
 // force on random DAGs, plan validation and JSON, and optimize() properties on small models.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <random>
 
@@ -239,6 +241,8 @@ TEST(Plan, ValidationJsonAndForeignGraphs) {
   r.korch.kernels.back().schedule = 1;
   Plan back = plan_from_json(g, plan_to_json(g, r.korch), "test plan");
   ASSERT_EQ(back.kernels.size(), r.korch.kernels.size());
+  EXPECT_EQ(r.korch.codegen, kCodegenVersion);  // the schedule indices' code generator travels with the plan
+  EXPECT_EQ(back.codegen, kCodegenVersion);
   for (size_t i = 0; i < back.kernels.size(); ++i) {
     EXPECT_EQ(back.kernels[i].prims, r.korch.kernels[i].prims);
     EXPECT_EQ(back.kernels[i].schedule, r.korch.kernels[i].schedule);
@@ -296,15 +300,33 @@ TEST(Blp, SolverCrashKeepsTheWarmStart) {
   ASSERT_TRUE(selection_is_feasible(problem, singles));
   SelectionResult normal = solve_selection_blp(problem, singles, 60);
   EXPECT_TRUE(normal.proven_optimal);
+  // The problem the solver died on is kept as an MPS file in the temp folder for a report.
+  std::filesystem::path tmp = std::filesystem::path(testing::TempDir()) / "korch_blp_crash";
+  std::filesystem::remove_all(tmp);
+  std::filesystem::create_directories(tmp);
+  const char* old_tmpdir = std::getenv("TMPDIR");
+  std::string saved_tmpdir = old_tmpdir ? old_tmpdir : "";
+  ASSERT_EQ(setenv("TMPDIR", tmp.c_str(), 1), 0);
   ASSERT_EQ(setenv("KORCH_TEST_SOLVER_ABORT", "1", 1), 0);
   SelectionResult crashed = solve_selection_blp(problem, singles, 60);
   EXPECT_THROW(solve_selection_blp(problem, {}, 60), Error);
   unsetenv("KORCH_TEST_SOLVER_ABORT");
+  if (old_tmpdir)
+    setenv("TMPDIR", saved_tmpdir.c_str(), 1);
+  else
+    unsetenv("TMPDIR");
   EXPECT_FALSE(crashed.proven_optimal);
   EXPECT_TRUE(selection_is_feasible(problem, crashed.chosen));
   EXPECT_NEAR(crashed.cost, selection_cost(problem, crashed.chosen), 1e-15);
   EXPECT_GE(crashed.cost, normal.cost);
   EXPECT_NE(crashed.status.find("signal 6"), std::string::npos) << crashed.status;
+  size_t at = crashed.status.find("problem written to ");
+  ASSERT_NE(at, std::string::npos) << crashed.status;
+  std::string file = crashed.status.substr(at + 19);
+  file = file.substr(0, file.find(')'));
+  EXPECT_EQ(std::filesystem::path(file).parent_path(), tmp);
+  EXPECT_GT(std::filesystem::file_size(file), 100u);
+  std::filesystem::remove_all(tmp);
 }
 
 // A deterministic measurer: "measured" cost = 1.5x the analytic estimate + 5 us per kernel,

@@ -237,12 +237,19 @@ int run_model(const std::string& model_path, const std::vector<std::string>& sha
     given.erase(it);
   }
   if (!given.empty()) fail("--input names '", given.begin()->first, "', which is not an input of the model");
+  if (!plan.codegen.empty() && plan.codegen != korch::kCodegenVersion)
+    std::cerr << "warning: the plan names schedule variants of " << plan.codegen << ", this korch generates "
+              << korch::kCodegenVersion << ": its kernels may run with other schedules than were measured "
+              << "(re-run korch optimize)\n";
   korch::Executor runtime(m.graph, plan, flags.threads);
   runtime.set_profiling(profile);
   if (runtime.num_fallback_kernels() > 0)
     std::cerr << "warning: " << runtime.num_fallback_kernels()
               << " kernel(s) of the plan could not be generated and run on the slow reference executor "
-                 "(a plan written by another korch version? re-run korch optimize)\n";
+              << (plan.cost_model == "analytic"
+                      ? "(the analytic cost model does not check what the backends generate: optimise with "
+                        "--cost measured)\n"
+                      : "(a plan written by another korch version? re-run korch optimize)\n");
   if (serve) {
     // Benchmark peer mode: one run per line on stdin, its wall time (ms) on stdout.
     std::cout << "ready " << plan.kernels.size() << " kernels" << std::endl;
