@@ -11,6 +11,7 @@
 
 #include "backend/cpu/compiled_kernel.h"
 #include "cost/analytic.h"
+#include "cost/calibrate.h"
 #include "cost/profiler.h"
 #include "orchestrate/kernel.h"
 
@@ -83,26 +84,6 @@ std::vector<BenchKernel> kernels() {
   return ks;
 }
 
-// The triad of `korch calibrate` (a = b + 3c over 3 x 128 MiB arrays, all threads), timed once.
-class Triad {
- public:
-  Triad() : a_(kFloats), b_(kFloats, 1.0f), c_(kFloats, 2.0f) {}
-  double run_seconds() {
-    auto t0 = std::chrono::steady_clock::now();
-    float* a = a_.data();
-    const float* b = b_.data();
-    const float* c = c_.data();
-#pragma omp parallel for simd
-    for (size_t i = 0; i < kFloats; ++i) a[i] = b[i] + 3.0f * c[i];
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  }
-  static double bytes() { return 3.0 * kFloats * sizeof(float); }
-
- private:
-  static constexpr size_t kFloats = (128u << 20) / sizeof(float);
-  std::vector<float> a_, b_, c_;
-};
-
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
@@ -113,8 +94,7 @@ double median(std::vector<double> v) {
 // rounds of kernel GB/s / triad GB/s of the same round.
 int main_impl(int threads, int rounds) {
   cpu::set_num_threads(threads);
-  Triad triad;
-  triad.run_seconds();  // first touch
+  TriadBenchmark triad;  // korch calibrate's bandwidth benchmark
   std::cout << "fused memory-bound kernels vs the triad, " << threads << " threads, " << rounds
             << " interleaved rounds (medians)\n\n"
             << std::left << std::setw(40) << "kernel" << std::setw(11) << "MiB moved" << std::setw(11) << "kernel ms"
@@ -143,7 +123,7 @@ int main_impl(int threads, int rounds) {
       }
     }
     if (!compiled) {
-      std::cout << b.name << ": not generated (" << why << ")\n";
+      std::cout << b.name << ": not generated (" << (why.empty() ? "no schedule variant" : why) << ")\n";
       continue;
     }
     double bytes = kernel_work(b.g, k).bytes;
@@ -154,8 +134,8 @@ int main_impl(int threads, int rounds) {
       compiled->run(ptrs, out.raw());
       double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       kernel_s.push_back(s);
-      triad_gbs.push_back(Triad::bytes() / t / 1e9);
-      fraction.push_back((bytes / s) / (Triad::bytes() / t));
+      triad_gbs.push_back(TriadBenchmark::bytes_per_run() / t / 1e9);
+      fraction.push_back((bytes / s) / (TriadBenchmark::bytes_per_run() / t));
     }
     double s = median(kernel_s);
     std::cout << std::setw(40) << b.name << std::fixed << std::setw(11) << std::setprecision(0) << bytes / (1 << 20)

@@ -208,9 +208,14 @@ PlanPtr py_optimize(const fs::path& path, int threads, const std::string& cost, 
 PlanPtr py_load_plan(const fs::path& model_path, const fs::path& plan_path,
                      const std::optional<std::map<std::string, std::vector<int64_t>>>& input_shapes) {
   ShapeMap shapes = to_shape_map(input_shapes);
-  py::gil_scoped_release release;
-  ModelPtr model = load_model(model_path, shapes);
-  Plan plan = load_plan(model->m.graph, plan_path.string());
+  ModelPtr model;
+  Plan plan;
+  {
+    py::gil_scoped_release release;
+    model = load_model(model_path, shapes);
+    plan = load_plan(model->m.graph, plan_path.string());
+  }
+  if (std::string w = codegen_mismatch(plan); !w.empty()) issue_warnings({w});
   return wrap(model, std::move(plan));
 }
 
@@ -405,6 +410,7 @@ class Session {
         model_ = load_model(model_path, shapes.value_or(ShapeMap{}));
         if (plan_file) {
           plan_ = wrap(model_, load_plan(model_->m.graph, plan_file->string()));
+          if (std::string w = codegen_mismatch(plan_->plan); !w.empty()) warnings.push_back(w);
         } else {
           OptimizeArgs a;
           a.threads = threads;
@@ -527,6 +533,9 @@ PYBIND11_MODULE(_korch, m) {
           "note", [](const PyPlan& p) { return p.plan.note; },
           "how the plan was chosen: with measured costs, the end-to-end race of the BLP's plan against greedy")
       .def_property_readonly("cost_model", [](const PyPlan& p) { return p.plan.cost_model; })
+      .def_property_readonly(
+          "codegen", [](const PyPlan& p) { return p.plan.codegen; },
+          "the kernel code generator whose schedule variants the plan names (\"\" when a plan file does not say)")
       .def_property_readonly("model_path", [](const PyPlan& p) { return p.model->path; })
       .def_property_readonly("input_shapes",
                              [](const PyPlan& p) {

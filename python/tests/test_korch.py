@@ -259,10 +259,12 @@ def test_input_validation(session):
 
 def build_package(pkg, build):
     """Configure and build an exported package's shared library; returns its path."""
+    if not shutil.which("cmake"):
+        pytest.skip("cmake is needed to build an exported package")
     gen = ["-G", "Ninja"] if shutil.which("ninja") else []
     for cmd in (["cmake", "-S", str(pkg), "-B", str(build), "-DCMAKE_BUILD_TYPE=Release", *gen],
                 ["cmake", "--build", str(build), "--target", "korch_model", "-j", "2"]):
-        r = subprocess.run(cmd, capture_output=True, text=True)
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=240)
         assert r.returncode == 0, f"{' '.join(cmd)} failed:\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}"
     return build / "libkorch_model.so"
 
@@ -279,8 +281,9 @@ class ExportedModel:
         for f in ("korch_input_name", "korch_output_name"):
             getattr(lib, f).argtypes = [ctypes.c_void_p, ctypes.c_int]
             getattr(lib, f).restype = ctypes.c_char_p
-        lib.korch_output_bytes.argtypes = [ctypes.c_void_p, ctypes.c_int]
-        lib.korch_output_bytes.restype = ctypes.c_int64
+        for f in ("korch_input_bytes", "korch_output_bytes"):
+            getattr(lib, f).argtypes = [ctypes.c_void_p, ctypes.c_int]
+            getattr(lib, f).restype = ctypes.c_int64
         lib.korch_run.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_void_p)]
         lib.korch_last_error.argtypes = [ctypes.c_void_p]
         lib.korch_last_error.restype = ctypes.c_char_p
@@ -294,7 +297,10 @@ class ExportedModel:
         return [getattr(self.lib, f"korch_{kind}_name")(self.m, i).decode() for i in range(n)]
 
     def run(self, inputs):
-        """inputs: numpy arrays in declaration order; returns the raw bytes of each output."""
+        """inputs: contiguous numpy arrays in declaration order; returns the raw bytes of each output."""
+        assert len(inputs) == len(self.names("input"))
+        for i, a in enumerate(inputs):
+            assert a.flags.c_contiguous and a.nbytes == self.lib.korch_input_bytes(self.m, i), f"input {i}"
         ins = (ctypes.c_void_p * len(inputs))(*[a.ctypes.data for a in inputs])
         outs = [ctypes.create_string_buffer(self.lib.korch_output_bytes(self.m, i))
                 for i in range(len(self.names("output")))]
@@ -361,6 +367,12 @@ def test_plan_save_load_roundtrip(plan, tmp_path, case_io):
     assert_close(korch.Session(MODEL, loaded).run({"input": x})["output"], expected, "loaded plan")
     # A plan file path works too.
     assert_close(korch.Session(MODEL, str(path)).run({"input": x})["output"], expected, "plan file")
+    # The code generator of the schedule variants travels with the plan; another one is warned about.
+    assert plan.codegen.startswith("korch-codegen-") and loaded.codegen == plan.codegen
+    foreign = tmp_path / "foreign.json"
+    foreign.write_text(path.read_text().replace(plan.codegen, "korch-codegen-0"))
+    with pytest.warns(RuntimeWarning, match="korch-codegen-0"):
+        assert korch.load_plan(MODEL, foreign).codegen == "korch-codegen-0"
 
 
 def test_plan_for_other_model(plan, other_model, tmp_path):

@@ -27,15 +27,9 @@ double median_seconds(int repeats, F&& f) {
 }
 
 double measure_bandwidth() {
-  const size_t n = (128u << 20) / sizeof(float);
-  std::vector<float> a(n), b(n, 1.0f), c(n, 2.0f);
-#pragma omp parallel for
-  for (size_t i = 0; i < n; ++i) a[i] = 0.0f;
-  double s = median_seconds(7, [&] {
-#pragma omp parallel for simd
-    for (size_t i = 0; i < n; ++i) a[i] = b[i] + 3.0f * c[i];
-  });
-  return 3.0 * n * sizeof(float) / s / 1e9;
+  TriadBenchmark triad;
+  double s = median_seconds(7, [&] { triad.run_seconds(); });
+  return TriadBenchmark::bytes_per_run() / s / 1e9;
 }
 
 double measure_gemm() {
@@ -83,6 +77,34 @@ double measure_overhead() {
 }
 
 }  // namespace
+
+namespace {
+constexpr size_t kTriadFloats = (128u << 20) / sizeof(float);
+}  // namespace
+
+TriadBenchmark::TriadBenchmark() : a_(kTriadFloats), b_(kTriadFloats), c_(kTriadFloats) {
+  float* a = a_.data();
+  float* b = b_.data();
+  float* c = c_.data();
+#pragma omp parallel for
+  for (size_t i = 0; i < kTriadFloats; ++i) {
+    a[i] = 0.0f;
+    b[i] = 1.0f;
+    c[i] = 2.0f;
+  }
+}
+
+double TriadBenchmark::run_seconds() {
+  auto t0 = std::chrono::steady_clock::now();
+  float* a = a_.data();
+  const float* b = b_.data();
+  const float* c = c_.data();
+#pragma omp parallel for simd
+  for (size_t i = 0; i < kTriadFloats; ++i) a[i] = b[i] + 3.0f * c[i];
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+double TriadBenchmark::bytes_per_run() { return 3.0 * kTriadFloats * sizeof(float); }
 
 MachineFigures calibrate_machine(int threads) {
   omp_set_num_threads(threads);

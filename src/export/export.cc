@@ -242,7 +242,11 @@ ExportSummary export_package(const PrimGraph& g, const std::vector<std::string>&
       ++summary.onednn_kernels;
     }
   }
-  Halide::compile_standalone_runtime((out / "kernels" / "halide_runtime.o").string(), target);
+  try {
+    Halide::compile_standalone_runtime((out / "kernels" / "halide_runtime.o").string(), target);
+  } catch (const Halide::Error& e) {
+    fail("cannot compile the Halide runtime for ", target.to_string(), ": ", e.what());
+  }
   objects.push_back("kernels/halide_runtime.o");
 
   // weights.bin: constants in tensor-id order, 64-byte aligned.

@@ -71,24 +71,28 @@ struct CbcOutcome {
   std::vector<int> chosen;  // columns at 1 among the first n
 };
 
-// The problem the solver died on, written as an MPS file in the temp folder so that it can be
-// reported and replayed (cbc FILE.mps); returns "; problem written to FILE" or "".
+// A problem the solver died on, written as an MPS file in the temp folder so that it can be
+// reported and replayed (`cbc FILE`; the warm start and limits are not in it); returns
+// "; problem written to FILE" or "". At most 4 files per process (a model whose problems crash
+// CBC could otherwise leave one file per solve).
 std::string keep_problem_for_report(Cbc_Model* model) {
-  static std::atomic<int> counter{0};
+  static std::atomic<int> written{0};
+  int index = written++;
+  if (index >= 4) return "";
   std::error_code ec;
   std::filesystem::path dir = std::filesystem::temp_directory_path(ec);
   if (ec) return "";
-  std::string base = (dir / str_cat("korch-blp-crash-", getpid(), "-", counter++)).string();
-  Cbc_writeMps(model, base.c_str());  // CBC appends ".mps.gz" (gzipped when built with zlib)
+  std::string base = (dir / str_cat("korch-blp-crash-", getpid(), "-", index)).string();
+  Cbc_writeMps(model, base.c_str());  // Debian's CBC appends ".mps.gz" (".mps" without zlib)
   for (const std::string& file : {base + ".mps.gz", base + ".mps", base})
     if (std::filesystem::exists(file, ec)) return str_cat("; problem written to ", file);
   return "";
 }
 
 // Runs Cbc_solve in a forked child and reads its outcome through a pipe; nullopt (with `why`)
-// when the child did not finish normally. KORCH_TEST_SOLVER_ABORT=1 makes the child abort (the
-// tests' stand-in for a CBC assertion).
-std::optional<CbcOutcome> solve_in_child(Cbc_Model* model, int n, std::string* why) {
+// when the child did not finish normally (*died: it was killed by a signal). KORCH_TEST_SOLVER_ABORT=1 makes the child
+// abort (the tests' stand-in for a CBC assertion).
+std::optional<CbcOutcome> solve_in_child(Cbc_Model* model, int n, std::string* why, bool* died) {
   int fds[2];
   if (pipe(fds) != 0) {
     *why = str_cat("pipe: ", std::strerror(errno));
@@ -139,6 +143,7 @@ std::optional<CbcOutcome> solve_in_child(Cbc_Model* model, int n, std::string* w
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    *died = WIFSIGNALED(status);
     *why = WIFSIGNALED(status)
                ? str_cat("the solver process died of signal ", WTERMSIG(status), " (", strsignal(WTERMSIG(status)), ")")
                : str_cat("the solver process exited with status ", WEXITSTATUS(status));
@@ -293,8 +298,9 @@ SelectionResult solve_selection_blp(const SelectionProblem& problem, const std::
     Cbc_setMIPStartI(model, n, cols.data(), values.data());
   }
   std::string crash;
-  std::optional<CbcOutcome> outcome = solve_in_child(model, n, &crash);
-  if (!outcome) crash += keep_problem_for_report(model);
+  bool died = false;
+  std::optional<CbcOutcome> outcome = solve_in_child(model, n, &crash, &died);
+  if (died) crash += keep_problem_for_report(model);
   Cbc_deleteModel(model);
   SelectionResult result;
   std::vector<int> chosen;

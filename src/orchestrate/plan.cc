@@ -62,6 +62,20 @@ void validate_plan_or_throw(const PrimGraph& g, const Plan& plan) {
 
 const char* const kCodegenVersion = "korch-codegen-4";
 
+std::string codegen_mismatch(const Plan& plan) {
+  const char* consequence =
+      ": some kernels may run with other schedules than korch optimize chose (re-run korch optimize)";
+  if (!plan.codegen.empty() && plan.codegen != kCodegenVersion)
+    return str_cat("the plan names schedule variants of ", plan.codegen, ", this korch generates ", kCodegenVersion,
+                   consequence);
+  if (plan.codegen.empty())
+    for (const Kernel& k : plan.kernels)
+      if (k.schedule != 0)
+        return str_cat("the plan does not say which code generator its schedule variants belong to (written before ",
+                       kCodegenVersion, ")", consequence);
+  return "";
+}
+
 std::string plan_to_json(const PrimGraph& g, const Plan& plan) {
   nlohmann::json j;
   j["format"] = "korch-plan-1";

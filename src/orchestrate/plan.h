@@ -27,6 +27,9 @@ struct Plan {
 // This build's kernel code generation. Schedule variant indices (and measured costs, through
 // the profile cache key) belong to one version; a plan made by another may run slower kernels.
 extern const char* const kCodegenVersion;
+// A warning when the plan's schedule variants may not be the ones korch optimize chose: it names
+// another code generator, or none while a kernel has a non-default variant. "" otherwise.
+std::string codegen_mismatch(const Plan& plan);
 
 // Orders kernels topologically (by output primitive) and drops exact duplicates.
 void sort_plan(const PrimGraph& g, Plan& plan);

@@ -1,6 +1,7 @@
 // Orchestration tests: partitioning, candidate enumeration, baselines, the BLP against brute
 // force on random DAGs, plan validation and JSON, and optimize() properties on small models.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -301,7 +302,8 @@ TEST(Blp, SolverCrashKeepsTheWarmStart) {
   SelectionResult normal = solve_selection_blp(problem, singles, 60);
   EXPECT_TRUE(normal.proven_optimal);
   // The problem the solver died on is kept as an MPS file in the temp folder for a report.
-  std::filesystem::path tmp = std::filesystem::path(testing::TempDir()) / "korch_blp_crash";
+  std::filesystem::path tmp =
+      std::filesystem::path(testing::TempDir()) / ("korch_blp_crash_" + std::to_string(getpid()));
   std::filesystem::remove_all(tmp);
   std::filesystem::create_directories(tmp);
   const char* old_tmpdir = std::getenv("TMPDIR");
@@ -325,8 +327,9 @@ TEST(Blp, SolverCrashKeepsTheWarmStart) {
   std::string file = crashed.status.substr(at + 19);
   file = file.substr(0, file.find(')'));
   EXPECT_EQ(std::filesystem::path(file).parent_path(), tmp);
-  EXPECT_GT(std::filesystem::file_size(file), 100u);
-  std::filesystem::remove_all(tmp);
+  std::error_code ec;
+  EXPECT_GT(std::filesystem::file_size(file, ec), 100u) << ec.message();
+  std::filesystem::remove_all(tmp, ec);
 }
 
 // A deterministic measurer: "measured" cost = 1.5x the analytic estimate + 5 us per kernel,

@@ -237,10 +237,7 @@ int run_model(const std::string& model_path, const std::vector<std::string>& sha
     given.erase(it);
   }
   if (!given.empty()) fail("--input names '", given.begin()->first, "', which is not an input of the model");
-  if (!plan.codegen.empty() && plan.codegen != korch::kCodegenVersion)
-    std::cerr << "warning: the plan names schedule variants of " << plan.codegen << ", this korch generates "
-              << korch::kCodegenVersion << ": its kernels may run with other schedules than were measured "
-              << "(re-run korch optimize)\n";
+  if (std::string w = korch::codegen_mismatch(plan); !w.empty()) std::cerr << "warning: " << w << "\n";
   korch::Executor runtime(m.graph, plan, flags.threads);
   runtime.set_profiling(profile);
   if (runtime.num_fallback_kernels() > 0)

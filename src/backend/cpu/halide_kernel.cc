@@ -190,9 +190,12 @@ class Generator {
       case PrimOp::Div:
         if (!fp) throw Unsupported{"integer division (Halide rounds toward -inf, ONNX toward 0)"};
         // A divisor constant along the output's rows (softmax's sum, a norm's deviation):
-        // multiply by its reciprocal, which Halide hoists out of the row loop (a vector division
-        // per element costs more than the memory traffic). Differs from a / b by fp32 rounding
-        // (<= 1.5 ulp), except for denormal divisors (1 / b overflows to inf).
+        // multiply by its reciprocal, which Halide hoists out of the row loop when the row is
+        // the innermost loop (a vector division per element costs more than the memory
+        // traffic; after a transpose it is a division and a multiply per element). Differs
+        // from a / b by fp32 rounding (<= 1.5 ulp) for |b| in [2^-126, 2^126]; outside, 1 / b
+        // overflows or loses precision (Halide's default float flags allow no inf/nan
+        // guarantees there either).
         if (constant_along_rows(prim.inputs[1], g_.tensor(prim.output).shape)) return a[0] * (1.0f / a[1]);
         return a[0] / a[1];
       case PrimOp::Pow:

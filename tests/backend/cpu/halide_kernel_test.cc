@@ -296,7 +296,12 @@ std::vector<Case> cases() {
   for (DType t : {DType::F32, DType::I32}) {
     cs.push_back({std::string("sum and max over rows of 45, no keepdims, ") + dtype_name(t), [t] {
                     PrimGraph g;
-                    TensorId x = g.add_input("x", t, {4, 7, 45});
+                    TensorId in = g.add_input("x", t, {4, 7, 45});
+                    // Random integers are small and non-negative: shift them below zero, so that
+                    // a maximum starting from 0 instead of the type's minimum would show.
+                    TensorId five =
+                        g.add_constant("five", std::make_shared<const TensorData>(TensorData::from_i64(t, {}, {5})));
+                    TensorId x = g.add_primitive(PrimOp::Sub, {in, five}, {});
                     TensorId s = g.add_primitive(PrimOp::ReduceSum, {x}, axes({2}, 0));
                     TensorId m = g.add_primitive(PrimOp::ReduceMax, {x}, axes({2}, 0));
                     g.mark_output(g.add_primitive(PrimOp::Sub, {s, m}, {}));
