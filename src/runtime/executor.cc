@@ -95,6 +95,15 @@ std::vector<TensorData> Executor::run(const std::vector<TensorData>& inputs) {
     if (g_.tensor(t).is_constant()) where[t] = g_.tensor(t).constant->raw();
     if (arena_.offset[t] >= 0) where[t] = base + arena_.offset[t];
   }
+  // Graph outputs that a kernel produces are written straight into the returned tensors (no copy
+  // out of the arena); the others (inputs or constants passed through) are copied below.
+  std::vector<TensorData> outputs;
+  outputs.reserve(g_.outputs().size());
+  for (TensorId t : g_.outputs()) {
+    const TensorInfo& info = g_.tensor(t);
+    outputs.emplace_back(info.dtype, info.shape);
+    if (arena_.offset[t] >= 0 && where[t] == base + arena_.offset[t]) where[t] = outputs.back().raw();
+  }
   if (profiling_) timings_.assign(kernels_.size(), {});
   std::vector<const void*> args;
   for (size_t i = 0; i < kernels_.size(); ++i) {
@@ -108,13 +117,9 @@ std::vector<TensorData> Executor::run(const std::vector<TensorData>& inputs) {
       timings_[i].seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     }
   }
-  std::vector<TensorData> outputs;
-  for (TensorId t : g_.outputs()) {
-    const TensorInfo& info = g_.tensor(t);
-    TensorData out(info.dtype, info.shape);
-    std::memcpy(out.raw(), where[t], out.byte_size());
-    outputs.push_back(std::move(out));
-  }
+  for (size_t o = 0; o < outputs.size(); ++o)
+    if (where[g_.outputs()[o]] != outputs[o].raw())
+      std::memcpy(outputs[o].raw(), where[g_.outputs()[o]], outputs[o].byte_size());
   return outputs;
 }
 
