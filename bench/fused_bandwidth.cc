@@ -2,7 +2,6 @@
 // measured memory bandwidth (triad, all threads). Large kernels only, so caches do not help.
 // Each kernel runs in every schedule variant korch has for it; the fastest is reported.
 // Usage: korch_fused_bandwidth [--threads 2] [--rounds 15]
-#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -84,11 +83,6 @@ std::vector<BenchKernel> kernels() {
   return ks;
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 // Rounds alternate the triad and the kernel, so that both see the same machine (the memory
 // bandwidth of this VM drifts by +-20% within minutes); the reported fraction is the median over
 // rounds of kernel GB/s / triad GB/s of the same round.
@@ -135,14 +129,14 @@ int main_impl(int threads, int rounds) {
       double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       kernel_s.push_back(s);
       triad_gbs.push_back(TriadBenchmark::bytes_per_run() / t / 1e9);
-      fraction.push_back((bytes / s) / (TriadBenchmark::bytes_per_run() / t));
+      fraction.push_back(bytes / s / 1e9 / triad_gbs.back());
     }
-    double s = median(kernel_s);
+    double s = median_of(kernel_s);
     std::cout << std::setw(40) << b.name << std::fixed << std::setw(11) << std::setprecision(0) << bytes / (1 << 20)
               << std::setw(11) << std::setprecision(2) << s * 1e3 << std::setw(10) << std::setprecision(1)
-              << bytes / s / 1e9 << std::setw(12) << median(triad_gbs) << std::setw(10)
-              << (std::to_string(static_cast<int>(std::lround(100.0 * median(fraction)))) + "%") << compiled->describe()
-              << "\n";
+              << bytes / s / 1e9 << std::setw(12) << median_of(triad_gbs) << std::setw(10)
+              << (std::to_string(static_cast<int>(std::lround(100.0 * median_of(fraction)))) + "%")
+              << compiled->describe() << "\n";
   }
   return 0;
 }

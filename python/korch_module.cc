@@ -205,18 +205,24 @@ PlanPtr py_optimize(const fs::path& path, int threads, const std::string& cost, 
   return result;
 }
 
+// A plan file for `model`; a plan of another code generator adds a warning. Call without the GIL.
+PlanPtr load_plan_file(const ModelPtr& model, const fs::path& plan_path, std::vector<std::string>* warnings) {
+  PlanPtr plan = wrap(model, load_plan(model->m.graph, plan_path.string()));
+  if (std::string w = codegen_mismatch(plan->plan); !w.empty()) warnings->push_back(w);
+  return plan;
+}
+
 PlanPtr py_load_plan(const fs::path& model_path, const fs::path& plan_path,
                      const std::optional<std::map<std::string, std::vector<int64_t>>>& input_shapes) {
   ShapeMap shapes = to_shape_map(input_shapes);
-  ModelPtr model;
-  Plan plan;
+  PlanPtr plan;
+  std::vector<std::string> warnings;
   {
     py::gil_scoped_release release;
-    model = load_model(model_path, shapes);
-    plan = load_plan(model->m.graph, plan_path.string());
+    plan = load_plan_file(load_model(model_path, shapes), plan_path, &warnings);
   }
-  if (std::string w = codegen_mismatch(plan); !w.empty()) issue_warnings({w});
-  return wrap(model, std::move(plan));
+  issue_warnings(warnings);
+  return plan;
 }
 
 // korch.export: the same package `korch export` writes, from a Plan object (its model is known).
@@ -409,8 +415,7 @@ class Session {
       } else {
         model_ = load_model(model_path, shapes.value_or(ShapeMap{}));
         if (plan_file) {
-          plan_ = wrap(model_, load_plan(model_->m.graph, plan_file->string()));
-          if (std::string w = codegen_mismatch(plan_->plan); !w.empty()) warnings.push_back(w);
+          plan_ = load_plan_file(model_, *plan_file, &warnings);
         } else {
           OptimizeArgs a;
           a.threads = threads;

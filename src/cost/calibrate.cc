@@ -9,6 +9,8 @@
 #include <dnnl.hpp>
 #include <vector>
 
+#include "cost/profiler.h"
+
 namespace korch {
 
 namespace {
@@ -22,8 +24,7 @@ double median_seconds(int repeats, F&& f) {
     f();
     times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
+  return median_of(std::move(times));
 }
 
 double measure_bandwidth() {
@@ -76,10 +77,8 @@ double measure_overhead() {
   return s * 1e6;
 }
 
-}  // namespace
-
-namespace {
 constexpr size_t kTriadFloats = (128u << 20) / sizeof(float);
+
 }  // namespace
 
 TriadBenchmark::TriadBenchmark() : a_(kTriadFloats), b_(kTriadFloats), c_(kTriadFloats) {

@@ -160,8 +160,12 @@ double median_run_seconds(const std::function<void()>& run, int min_runs, double
     run();
     times.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
   }
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
+  return median_of(std::move(times));
+}
+
+double median_of(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
 }
 
 // Bytes of the last-level cache this CPU's cores share (sysfs; sysconf's figure can be the

@@ -83,6 +83,8 @@ class CpuProfiler : public KernelMeasurer {
 std::vector<TensorData> random_kernel_inputs(const PrimGraph& g, const Kernel& k, uint32_t seed);
 // Random values for the graph's inputs, in g.inputs() order (the same rules as a kernel's).
 std::vector<TensorData> random_graph_inputs(const PrimGraph& g, uint32_t seed);
+// The median of `values` (the upper one of an even count); values must not be empty.
+double median_of(std::vector<double> values);
 // Median seconds of `run` (warm-up, then at least `min_runs` and ~`budget_seconds` of wall
 // time). `prepare` (optional) runs untimed before every run.
 double median_run_seconds(const std::function<void()>& run, int min_runs = 5, double budget_seconds = 0.02,

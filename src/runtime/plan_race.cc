@@ -2,7 +2,6 @@
 // plan, cached, and the greedy plan's kernels kept only when they win by more than the margin.
 #include "runtime/plan_race.h"
 
-#include <algorithm>
 #include <chrono>
 #include <sstream>
 
@@ -30,11 +29,6 @@ bool same_kernels(const Plan& a, const Plan& b) {
   for (size_t i = 0; i < a.kernels.size(); ++i)
     if (a.kernels[i].prims != b.kernels[i].prims || a.kernels[i].schedule != b.kernels[i].schedule) return false;
   return true;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
 }
 
 std::string ms(double seconds) {
@@ -73,8 +67,8 @@ void time_both(const PrimGraph& g, const Plan& korch, const Plan& greedy, int th
     spent += korch_times.back() + greedy_times.back();
     ++race.rounds;
   }
-  race.korch_seconds = median(korch_times);
-  race.greedy_seconds = median(greedy_times);
+  race.korch_seconds = median_of(korch_times);
+  race.greedy_seconds = median_of(greedy_times);
 }
 
 }  // namespace
