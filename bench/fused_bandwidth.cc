@@ -1,7 +1,7 @@
 // Bandwidth reached by fused memory-bound kernels (Halide backend) against the machine's
 // measured memory bandwidth (triad, all threads). Large kernels only, so caches do not help.
 // Each kernel runs in every schedule variant korch has for it; the fastest is reported.
-// Usage: korch_fused_bandwidth [--threads 2] [--rounds 15]
+// Usage: korch_fused_bandwidth [--threads 2] [--rounds 15] [--verbose]  (--verbose: every variant's time)
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -86,7 +86,7 @@ std::vector<BenchKernel> kernels() {
 // Rounds alternate the triad and the kernel, so that both see the same machine (the memory
 // bandwidth of this VM drifts by +-20% within minutes); the reported fraction is the median over
 // rounds of kernel GB/s / triad GB/s of the same round.
-int main_impl(int threads, int rounds) {
+int main_impl(int threads, int rounds, bool verbose) {
   cpu::set_num_threads(threads);
   TriadBenchmark triad;  // korch calibrate's bandwidth benchmark
   std::cout << "fused memory-bound kernels vs the triad, " << threads << " threads, " << rounds
@@ -102,41 +102,47 @@ int main_impl(int threads, int rounds) {
     std::vector<const void*> ptrs;
     for (const TensorData& t : inputs) ptrs.push_back(t.raw());
     TensorData out(b.g.tensor(k.output).dtype, b.g.tensor(k.output).shape);
-    // Every schedule variant, the fastest kept (as profiling does).
-    std::unique_ptr<cpu::CompiledKernel> compiled;
-    double best = 0;
+    // Every schedule variant, each timed in every round (right after that round's triad); the
+    // variant with the lowest median is reported (profiling likewise keeps the fastest).
+    std::vector<std::unique_ptr<cpu::CompiledKernel>> variants;
     std::string why;
     for (int v = 0; v < cpu::schedule_variants(b.g, k); ++v) {
       k.schedule = v;
-      auto c = cpu::compile_kernel(b.g, k, &why);
-      if (!c) continue;
-      double t = median_run_seconds([&] { c->run(ptrs, out.raw()); }, 5, 0.2);
-      if (!compiled || t < best) {
-        compiled = std::move(c);
-        best = t;
+      if (auto c = cpu::compile_kernel(b.g, k, &why)) {
+        c->run(ptrs, out.raw());  // warm-up
+        variants.push_back(std::move(c));
       }
     }
-    if (!compiled) {
+    if (variants.empty()) {
       std::cout << b.name << ": not generated (" << (why.empty() ? "no schedule variant" : why) << ")\n";
       continue;
     }
     double bytes = kernel_work(b.g, k).bytes;
-    std::vector<double> kernel_s, triad_gbs, fraction;
-    for (int r = 0; r < rounds; ++r) {
-      double t = triad.run_seconds();
-      auto t0 = std::chrono::steady_clock::now();
-      compiled->run(ptrs, out.raw());
-      double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      kernel_s.push_back(s);
-      triad_gbs.push_back(TriadBenchmark::bytes_per_run() / t / 1e9);
-      fraction.push_back(bytes / s / 1e9 / triad_gbs.back());
+    std::vector<std::vector<double>> kernel_s(variants.size()), fraction(variants.size());
+    std::vector<double> triad_gbs;
+    for (int r = 0; r < rounds; ++r)
+      for (size_t v = 0; v < variants.size(); ++v) {
+        double t = triad.run_seconds();
+        auto t0 = std::chrono::steady_clock::now();
+        variants[v]->run(ptrs, out.raw());
+        double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        kernel_s[v].push_back(s);
+        triad_gbs.push_back(TriadBenchmark::bytes_per_run() / t / 1e9);
+        fraction[v].push_back(bytes / s / 1e9 / triad_gbs.back());
+      }
+    size_t best = 0;
+    for (size_t v = 0; v < variants.size(); ++v) {
+      if (verbose)
+        std::cerr << "  " << variants[v]->describe() << ": " << median_of(kernel_s[v]) * 1e3 << " ms, "
+                  << std::lround(100.0 * median_of(fraction[v])) << "% of triad\n";
+      if (median_of(kernel_s[v]) < median_of(kernel_s[best])) best = v;
     }
-    double s = median_of(kernel_s);
+    double s = median_of(kernel_s[best]);
     std::cout << std::setw(40) << b.name << std::fixed << std::setw(11) << std::setprecision(0) << bytes / (1 << 20)
               << std::setw(11) << std::setprecision(2) << s * 1e3 << std::setw(10) << std::setprecision(1)
               << bytes / s / 1e9 << std::setw(12) << median_of(triad_gbs) << std::setw(10)
-              << (std::to_string(static_cast<int>(std::lround(100.0 * median_of(fraction)))) + "%")
-              << compiled->describe() << "\n";
+              << (std::to_string(static_cast<int>(std::lround(100.0 * median_of(fraction[best])))) + "%")
+              << variants[best]->describe() << "\n";
   }
   return 0;
 }
@@ -146,16 +152,19 @@ int main_impl(int threads, int rounds) {
 
 int main(int argc, char** argv) {
   int threads = 2, rounds = 15;
+  bool verbose = false;
+  for (int i = 1; i < argc; ++i)
+    if (std::strcmp(argv[i], "--verbose") == 0) verbose = true;
   for (int i = 1; i + 1 < argc; ++i) {
     if (std::strcmp(argv[i], "--threads") == 0) threads = std::atoi(argv[i + 1]);
     if (std::strcmp(argv[i], "--rounds") == 0) rounds = std::atoi(argv[i + 1]);
   }
   if (threads < 1 || rounds < 1) {
-    std::cerr << "usage: korch_fused_bandwidth [--threads N] [--rounds R]\n";
+    std::cerr << "usage: korch_fused_bandwidth [--threads N] [--rounds R] [--verbose]\n";
     return 2;
   }
   try {
-    return korch::main_impl(threads, rounds);
+    return korch::main_impl(threads, rounds, verbose);
   } catch (const std::exception& e) {
     std::cerr << "error: " << e.what() << "\n";
     return 1;

@@ -565,15 +565,18 @@ struct OutputSchedule {
   std::string text;
   bool has_parallel = false;
   Var parallel_var;
+  Var block_var;  // BlockTranspose: the loop over 8x8 output blocks
 };
 
 // Vectorise the innermost dimension and parallelise the outermost non-unit one;
 // kernels that transpose their innermost axis are tiled 16x16 so that reads and
-// writes both stay local.
+// writes both stay local, or (variant BlockTranspose) 8x8 with the transposed inputs
+// loaded as row vectors and transposed in registers.
 // Schedule variants (profiling times each one a kernel has and keeps the fastest).
 enum class Variant {
-  Default,        // the schedule described above
-  FusedParallel,  // parallel over all outer axes fused: more, smaller tasks (short outermost axis)
+  Default,         // the schedule described above
+  FusedParallel,   // parallel over all outer axes fused: more, smaller tasks (short outermost axis)
+  BlockTranspose,  // 8x8 tiles; inputs read transposed are loaded as 8 row vectors and transposed in registers
 };
 
 OutputSchedule schedule_output(Func& f, const Shape& shape, int vector, bool tile, Variant variant) {
@@ -590,6 +593,23 @@ OutputSchedule schedule_output(Func& f, const Shape& shape, int vector, bool til
       par_axis = a;
       break;
     }
+  if (variant == Variant::BlockTranspose) {  // the output side; the inputs' blocks are scheduled by the caller
+    Var xo("xo"), yo("yo"), xi("xi"), yi("yi");
+    // ShiftInwards: every tile, the last ones too, is a full 8x8 block (axes are >= 8 long).
+    f.tile(v[0], v[1], xo, yo, xi, yi, 8, 8, Halide::TailStrategy::ShiftInwards).vectorize(xi).unroll(yi);
+    s.text = "tile 8x8, block transpose in registers";
+    s.block_var = xo;
+    if (par_axis == rank - 2) {
+      f.parallel(yo);
+      s.text += ", parallel tile rows";
+    } else if (par_axis >= 0) {
+      s.parallel_var = v[rank - 1 - par_axis];
+      s.has_parallel = true;
+      f.parallel(s.parallel_var);
+      s.text += ", parallel axis " + std::to_string(par_axis);
+    }
+    return s;
+  }
   bool tiled = tile && rank >= 2 && shape[rank - 1] >= 16 && shape[rank - 2] >= 16;
   if (tiled) {
     Var xo("xo"), yo("yo"), xi("xi"), yi("yi");
@@ -633,6 +653,54 @@ OutputSchedule schedule_output(Func& f, const Shape& shape, int vector, bool til
   return s;
 }
 
+// For a kernel of elementwise, broadcast and transpose primitives only, the inputs whose last two
+// axes are the output's last two axes swapped (what a register block transpose serves). Empty
+// when the kernel has other primitives or reads an input through two different axis maps.
+std::vector<TensorId> inputs_read_transposed(const PrimGraph& g, const Kernel& k) {
+  const Shape& out = g.tensor(k.output).shape;
+  int rank = static_cast<int>(out.size());
+  if (rank < 2) return {};
+  // For every tensor of the kernel: which output axis indexes each of its axes (-1: broadcast).
+  std::map<TensorId, std::vector<int>> axis_map;
+  std::vector<int> identity(rank);
+  for (int a = 0; a < rank; ++a) identity[a] = a;
+  axis_map[k.output] = identity;
+  auto assign = [&](TensorId t, std::vector<int> m) {
+    auto [it, inserted] = axis_map.emplace(t, m);
+    return inserted || it->second == m;
+  };
+  for (auto p = k.prims.rbegin(); p != k.prims.rend(); ++p) {
+    const Primitive& prim = g.prim(*p);
+    auto found = axis_map.find(prim.output);
+    if (found == axis_map.end()) return {};
+    std::vector<int> m = found->second;
+    PrimKind kind = prim_kind(prim.op);
+    for (TensorId in : prim.inputs) {
+      const Shape& s = g.tensor(in).shape;
+      std::vector<int> mi(s.size(), -1);
+      if (kind == PrimKind::Elementwise || kind == PrimKind::Broadcast) {
+        size_t shift = m.size() - s.size();
+        for (size_t j = 0; j < s.size(); ++j) mi[j] = s[j] == 1 ? -1 : m[shift + j];
+      } else if (prim.op == PrimOp::Transpose) {
+        const auto& perm = prim.attrs.ints("perm");
+        for (size_t j = 0; j < perm.size(); ++j) mi[perm[j]] = m[j];
+      } else {
+        return {};
+      }
+      if (!assign(in, mi)) return {};
+    }
+  }
+  std::vector<TensorId> transposed;
+  for (TensorId in : k.inputs) {
+    auto m = axis_map.find(in);
+    if (m == axis_map.end()) continue;
+    const std::vector<int>& mi = m->second;
+    size_t r = mi.size();
+    if (r >= 2 && mi[r - 1] == rank - 2 && mi[r - 2] == rank - 1) transposed.push_back(in);
+  }
+  return transposed;
+}
+
 bool transposes_innermost(const PrimGraph& g, const Kernel& k) {
   for (PrimId p : k.prims) {
     const Primitive& prim = g.prim(p);
@@ -651,6 +719,9 @@ std::vector<Variant> variants_of(const PrimGraph& g, const Kernel& k, const Gene
   bool tiled = transposes_innermost(g, k) && rank >= 2 && out[rank - 1] >= 16 && out[rank - 2] >= 16;
   // (8x8 tiles vectorised in both dimensions were tried for transposes: LLVM took minutes to
   // compile some of them, and the default 16x16 tiles already reach the copy bandwidth.)
+  if (rank >= 2 && out[rank - 1] >= 8 && out[rank - 2] >= 8 && gen.materialised().empty() && gen.stencils().empty() &&
+      !inputs_read_transposed(g, k).empty())
+    v.push_back(Variant::BlockTranspose);
   if (!tiled && rank >= 3 && gen.materialised().empty() && gen.stencils().empty()) {
     int64_t outer = 1;
     for (int a = 0; a < rank - 1; ++a) outer *= out[a];
@@ -712,6 +783,22 @@ bool build_halide_pipeline(const PrimGraph& g, const Kernel& k, const Halide::Ta
       throw Unsupported{str_cat("no schedule variant ", k.schedule, " (this kernel has ", variants.size(), ")")};
     OutputSchedule schedule =
         schedule_output(out, g.tensor(k.output).shape, vector, transposes_innermost(g, k), variants[k.schedule]);
+    if (variants[k.schedule] == Variant::BlockTranspose) {
+      // Each input read transposed: its 8x8 block loaded as 8 row vectors, then stored
+      // transposed (a register transpose after LLVM), so that the output reads rows too.
+      // Wrappers of all calls: the kernel's other Funcs are inlined into the output.
+      for (TensorId t : inputs_read_transposed(g, k)) {
+        ImageParam input = gen.params().at(t);  // a handle: wraps the pipeline's parameter
+        Func rows = input.in();
+        std::vector<Var> a = rows.args();
+        rows.compute_at(out, schedule.block_var).vectorize(a[0]).unroll(a[1]);
+        Func block = rows.in();
+        std::vector<Var> b = block.args();
+        std::vector<Var> storage = b;
+        std::swap(storage[0], storage[1]);
+        block.reorder_storage(storage).compute_at(out, schedule.block_var).vectorize(b[0]).unroll(b[1]);
+      }
+    }
     // Reductions and windows feeding the output are computed per parallel slice
     // of it (so a row's statistics are made right before the row is written),
     // or once up front.

@@ -341,6 +341,43 @@ std::vector<Case> cases() {
          g.mark_output(g.add_primitive(PrimOp::Mul, {t, g.add_primitive(PrimOp::Sigmoid, {t}, {})}, {}));
          return g;
        }});
+  cs.push_back(
+      {"transposed input times a channel scale plus a residual (block transpose variant)", [] {
+         PrimGraph g;
+         TensorId x = g.add_input("x", DType::F32, {2, 3, 20, 12});
+         TensorId r = g.add_input("r", DType::F32, {2, 3, 12, 20});
+         TensorId s = g.add_input("s", DType::F32, {3, 1, 1});
+         TensorId t = g.add_primitive(PrimOp::Transpose, {x}, Attrs().set("perm", std::vector<int64_t>{0, 1, 3, 2}));
+         g.mark_output(g.add_primitive(PrimOp::Add, {g.add_primitive(PrimOp::Mul, {t, s}, {}), r}, {}));
+         return g;
+       }});
+  cs.push_back(
+      {"transpose of an elementwise result, int64 (block transpose variant)", [] {
+         PrimGraph g;
+         TensorId x = g.add_input("x", DType::I64, {9, 17});
+         TensorId n = g.add_primitive(PrimOp::Neg, {x}, {});
+         g.mark_output(g.add_primitive(PrimOp::Transpose, {n}, Attrs().set("perm", std::vector<int64_t>{1, 0})));
+         return g;
+       }});
+  cs.push_back({"sum of two transposed inputs (block transpose variant)", [] {
+                  PrimGraph g;
+                  TensorId a = g.add_input("a", DType::F32, {4, 33, 8});
+                  TensorId b = g.add_input("b", DType::F32, {4, 33, 8});
+                  Attrs swap = Attrs().set("perm", std::vector<int64_t>{0, 2, 1});
+                  g.mark_output(g.add_primitive(
+                      PrimOp::Add,
+                      {g.add_primitive(PrimOp::Transpose, {a}, swap),
+                       g.add_primitive(PrimOp::Transpose, {g.add_primitive(PrimOp::Exp, {b}, {})}, swap)},
+                      {}));
+                  return g;
+                }});
+  cs.push_back({"an input read transposed and as it is (x + x^T)", [] {
+                  PrimGraph g;
+                  TensorId x = g.add_input("x", DType::F32, {24, 24});
+                  TensorId t = g.add_primitive(PrimOp::Transpose, {x}, Attrs().set("perm", std::vector<int64_t>{1, 0}));
+                  g.mark_output(g.add_primitive(PrimOp::Add, {x, t}, {}));
+                  return g;
+                }});
   cs.push_back({"global average pool + sigmoid gate (squeeze-excite shape)", [] {
                   PrimGraph g;
                   TensorId x = g.add_input("x", DType::F32, {1, 8, 6, 6});
@@ -362,7 +399,7 @@ TEST(CpuKernels, ScheduleVariantsExistWhereTheyHelp) {
     PrimGraph g = c.build();
     std::vector<PrimId> all;
     for (PrimId p = 0; p < g.num_prims(); ++p) all.push_back(p);
-    EXPECT_EQ(cpu::schedule_variants(g, make_kernel(g, all)), 2) << c.name;
+    EXPECT_GE(cpu::schedule_variants(g, make_kernel(g, all)), 2) << c.name;
   }
 }
 
