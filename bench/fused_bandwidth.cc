@@ -83,9 +83,10 @@ std::vector<BenchKernel> kernels() {
   return ks;
 }
 
-// Rounds alternate the triad and the kernel, so that both see the same machine (the memory
-// bandwidth of this VM drifts by +-20% within minutes); the reported fraction is the median over
-// rounds of kernel GB/s / triad GB/s of the same round.
+// In every round each schedule variant runs right after its own triad run, so that both see the
+// same machine (the memory bandwidth of this VM drifts by +-20% within minutes); the reported
+// fraction is the median over rounds of kernel GB/s / GB/s of the triad run just before it, for
+// the variant with the lowest median time. The triad column is the median over all triad runs.
 int main_impl(int threads, int rounds, bool verbose) {
   cpu::set_num_threads(threads);
   TriadBenchmark triad;  // korch calibrate's bandwidth benchmark
@@ -111,6 +112,8 @@ int main_impl(int threads, int rounds, bool verbose) {
       if (auto c = cpu::compile_kernel(b.g, k, &why)) {
         c->run(ptrs, out.raw());  // warm-up
         variants.push_back(std::move(c));
+      } else if (verbose) {
+        std::cout << "  " << b.name << ", variant " << v << ": not generated (" << why << ")\n";
       }
     }
     if (variants.empty()) {
@@ -133,8 +136,8 @@ int main_impl(int threads, int rounds, bool verbose) {
     size_t best = 0;
     for (size_t v = 0; v < variants.size(); ++v) {
       if (verbose)
-        std::cerr << "  " << variants[v]->describe() << ": " << median_of(kernel_s[v]) * 1e3 << " ms, "
-                  << std::lround(100.0 * median_of(fraction[v])) << "% of triad\n";
+        std::cout << "  " << b.name << ", " << variants[v]->describe() << ": " << median_of(kernel_s[v]) * 1e3
+                  << " ms, " << std::lround(100.0 * median_of(fraction[v])) << "% of triad\n";
       if (median_of(kernel_s[v]) < median_of(kernel_s[best])) best = v;
     }
     double s = median_of(kernel_s[best]);

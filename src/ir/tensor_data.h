@@ -1,6 +1,7 @@
-// TensorData: a dense, row-major, owned tensor value (a constant, an input, or a result), stored on a
-// cache-line boundary.
+// TensorData: a dense, row-major, owned tensor value (a constant, an input, or a result); a
+// non-empty one is stored on a cache-line boundary.
 #pragma once
+#include <cstddef>
 #include <cstring>
 #include <memory>
 #include <new>
@@ -20,15 +21,11 @@ struct CacheLineAllocator {
   CacheLineAllocator() = default;
   template <typename U>
   CacheLineAllocator(const CacheLineAllocator<U>&) {}
-  T* allocate(size_t n) { return static_cast<T*>(::operator new(n * sizeof(T), kAlignment)); }
-  void deallocate(T* p, size_t) { ::operator delete(p, kAlignment); }
+  T* allocate(std::size_t n) { return static_cast<T*>(::operator new(n * sizeof(T), kAlignment)); }
+  void deallocate(T* p, std::size_t) { ::operator delete(p, kAlignment); }
   template <typename U>
   bool operator==(const CacheLineAllocator<U>&) const {
     return true;
-  }
-  template <typename U>
-  bool operator!=(const CacheLineAllocator<U>&) const {
-    return false;
   }
 };
 

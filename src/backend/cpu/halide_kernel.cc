@@ -574,7 +574,7 @@ struct OutputSchedule {
 // loaded as row vectors and transposed in registers.
 // Schedule variants (profiling times each one a kernel has and keeps the fastest).
 enum class Variant {
-  Default,         // the schedule described above
+  Default,         // vectorised rows (16x16 tiles for transposes), described above
   FusedParallel,   // parallel over all outer axes fused: more, smaller tasks (short outermost axis)
   BlockTranspose,  // 8x8 tiles; inputs read transposed are loaded as 8 row vectors and transposed in registers
 };
@@ -595,7 +595,11 @@ OutputSchedule schedule_output(Func& f, const Shape& shape, int vector, bool til
     }
   if (variant == Variant::BlockTranspose) {  // the output side; the inputs' blocks are scheduled by the caller
     Var xo("xo"), yo("yo"), xi("xi"), yi("yi");
-    // ShiftInwards: every tile, the last ones too, is a full 8x8 block (axes are >= 8 long).
+    // ShiftInwards: every tile, the last ones too, is a full 8x8 block (axes are >= 8 long), so
+    // the wrapped inputs' footprints are constant. The last tile row or column overlaps the one
+    // before; with parallel tile rows two threads may store the same elements, with the same
+    // values (outputs never share memory with the kernel's inputs: the arena keeps a kernel's
+    // inputs live while it runs).
     f.tile(v[0], v[1], xo, yo, xi, yi, 8, 8, Halide::TailStrategy::ShiftInwards).vectorize(xi).unroll(yi);
     s.text = "tile 8x8, block transpose in registers";
     s.block_var = xo;
@@ -653,6 +657,8 @@ OutputSchedule schedule_output(Func& f, const Shape& shape, int vector, bool til
   return s;
 }
 
+constexpr size_t kMaxBlockInputs = 2;  // inputs a BlockTranspose kernel may wrap (compile time)
+
 // For a kernel of elementwise, broadcast and transpose primitives only, the inputs whose last two
 // axes are the output's last two axes swapped (what a register block transpose serves). Empty
 // when the kernel has other primitives or reads an input through two different axis maps.
@@ -663,7 +669,7 @@ std::vector<TensorId> inputs_read_transposed(const PrimGraph& g, const Kernel& k
   // For every tensor of the kernel: which output axis indexes each of its axes (-1: broadcast).
   std::map<TensorId, std::vector<int>> axis_map;
   std::vector<int> identity(rank);
-  for (int a = 0; a < rank; ++a) identity[a] = a;
+  for (int a = 0; a < rank; ++a) identity[a] = out[a] == 1 ? -1 : a;  // size-1 axes index nothing
   axis_map[k.output] = identity;
   auto assign = [&](TensorId t, std::vector<int> m) {
     auto [it, inserted] = axis_map.emplace(t, m);
@@ -679,11 +685,12 @@ std::vector<TensorId> inputs_read_transposed(const PrimGraph& g, const Kernel& k
       const Shape& s = g.tensor(in).shape;
       std::vector<int> mi(s.size(), -1);
       if (kind == PrimKind::Elementwise || kind == PrimKind::Broadcast) {
+        if (s.size() > m.size()) return {};
         size_t shift = m.size() - s.size();
         for (size_t j = 0; j < s.size(); ++j) mi[j] = s[j] == 1 ? -1 : m[shift + j];
       } else if (prim.op == PrimOp::Transpose) {
         const auto& perm = prim.attrs.ints("perm");
-        for (size_t j = 0; j < perm.size(); ++j) mi[perm[j]] = m[j];
+        for (size_t j = 0; j < perm.size(); ++j) mi[perm[j]] = s[perm[j]] == 1 ? -1 : m[j];
       } else {
         return {};
       }
@@ -713,15 +720,12 @@ bool transposes_innermost(const PrimGraph& g, const Kernel& k) {
 
 // The variants that make sense for a kernel; index 0 is always the default.
 std::vector<Variant> variants_of(const PrimGraph& g, const Kernel& k, const Generator& gen) {
+  // Plans store variant indices: a new variant is appended after the existing ones, so that an
+  // index keeps its meaning for every kernel that had it.
   std::vector<Variant> v = {Variant::Default};
   const Shape& out = g.tensor(k.output).shape;
   int rank = static_cast<int>(out.size());
   bool tiled = transposes_innermost(g, k) && rank >= 2 && out[rank - 1] >= 16 && out[rank - 2] >= 16;
-  // (8x8 tiles vectorised in both dimensions were tried for transposes: LLVM took minutes to
-  // compile some of them, and the default 16x16 tiles already reach the copy bandwidth.)
-  if (rank >= 2 && out[rank - 1] >= 8 && out[rank - 2] >= 8 && gen.materialised().empty() && gen.stencils().empty() &&
-      !inputs_read_transposed(g, k).empty())
-    v.push_back(Variant::BlockTranspose);
   if (!tiled && rank >= 3 && gen.materialised().empty() && gen.stencils().empty()) {
     int64_t outer = 1;
     for (int a = 0; a < rank - 1; ++a) outer *= out[a];
@@ -733,6 +737,12 @@ std::vector<Variant> variants_of(const PrimGraph& g, const Kernel& k, const Gene
       }
     if (outer > first) v.push_back(Variant::FusedParallel);
   }
+  // The block transpose: two unrolled 8x8 stages per wrapped input (at most kMaxBlockInputs), which
+  // LLVM compiles in ~0.1 s. (Vectorising the output Func itself in both tile dimensions, tried
+  // before, gave 64-lane shuffles that took LLVM minutes on some kernels.)
+  size_t transposed = inputs_read_transposed(g, k).size();
+  if (rank >= 2 && out[rank - 1] >= 8 && out[rank - 2] >= 8 && transposed > 0 && transposed <= kMaxBlockInputs)
+    v.push_back(Variant::BlockTranspose);
   return v;
 }
 

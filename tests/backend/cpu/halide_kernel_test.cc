@@ -359,6 +359,16 @@ std::vector<Case> cases() {
          g.mark_output(g.add_primitive(PrimOp::Transpose, {n}, Attrs().set("perm", std::vector<int64_t>{1, 0})));
          return g;
        }});
+  cs.push_back(
+      {"where over a transposed input, a bool mask and a broadcast row (block transpose variant)", [] {
+         PrimGraph g;
+         TensorId x = g.add_input("x", DType::F32, {3, 16, 10});
+         TensorId mask = g.add_input("mask", DType::Bool, {3, 10, 16});
+         TensorId row = g.add_input("row", DType::F32, {16});
+         TensorId t = g.add_primitive(PrimOp::Transpose, {x}, Attrs().set("perm", std::vector<int64_t>{0, 2, 1}));
+         g.mark_output(g.add_primitive(PrimOp::Where, {mask, t, row}, {}));
+         return g;
+       }});
   cs.push_back({"sum of two transposed inputs (block transpose variant)", [] {
                   PrimGraph g;
                   TensorId a = g.add_input("a", DType::F32, {4, 33, 8});
@@ -393,14 +403,38 @@ TEST(CpuKernels, MatchReferenceAcrossKindsAndFusions) {
   for (const Case& c : cases()) check_kernel(c);
 }
 
+// Cases named "(... variant)" must get that schedule variant (by its description).
 TEST(CpuKernels, ScheduleVariantsExistWhereTheyHelp) {
+  const std::vector<std::pair<std::string, std::string>> expected = {
+      {"(fused parallel variant)", "parallel over the fused outer axes"},
+      {"(block transpose variant)", "block transpose in registers"}};
   for (const Case& c : cases()) {
-    if (c.name.find("variant") == std::string::npos) continue;
-    PrimGraph g = c.build();
-    std::vector<PrimId> all;
-    for (PrimId p = 0; p < g.num_prims(); ++p) all.push_back(p);
-    EXPECT_GE(cpu::schedule_variants(g, make_kernel(g, all)), 2) << c.name;
+    for (const auto& [tag, description] : expected) {
+      if (c.name.find(tag) == std::string::npos) continue;
+      PrimGraph g = c.build();
+      std::vector<PrimId> all;
+      for (PrimId p = 0; p < g.num_prims(); ++p) all.push_back(p);
+      Kernel k = make_kernel(g, all);
+      bool found = false;
+      for (int v = 0; v < cpu::schedule_variants(g, k); ++v) {
+        k.schedule = v;
+        std::string why;
+        auto compiled = cpu::compile_kernel(g, k, &why);
+        ASSERT_NE(compiled, nullptr) << c.name << " variant " << v << ": " << why;
+        found |= compiled->describe().find(description) != std::string::npos;
+      }
+      EXPECT_TRUE(found) << c.name;
+    }
   }
+}
+
+// An input read both transposed and as it is has no single 8x8 block to stage: no block transpose.
+TEST(CpuKernels, NoBlockTransposeForAnInputReadTwoWays) {
+  PrimGraph g;
+  TensorId x = g.add_input("x", DType::F32, {24, 24});
+  TensorId t = g.add_primitive(PrimOp::Transpose, {x}, Attrs().set("perm", std::vector<int64_t>{1, 0}));
+  g.mark_output(g.add_primitive(PrimOp::Add, {x, t}, {}));
+  EXPECT_EQ(cpu::schedule_variants(g, make_kernel(g, {0, 1})), 1);
 }
 
 TEST(CpuKernels, UnsupportedKernelsSayWhy) {
