@@ -75,14 +75,14 @@ Executor::Executor(const PrimGraph& g, Plan plan, int threads) : g_(g), plan_(st
   cpu::LayoutLinks links = cpu::link_layouts(g_, plan_.kernels, kernels_);
   linked_ = links.num_linked;
   arena_ = plan_arena(g_, plan_, &links.bytes);
-  storage_.resize(arena_.arena_bytes + kAlign);
+  storage_.resize(std::max<int64_t>(arena_.arena_bytes, 1));  // 64-byte aligned by its allocator
 }
 
 std::vector<TensorData> Executor::run(const std::vector<TensorData>& inputs) {
   if (inputs.size() != g_.inputs().size())
     fail("the model has ", g_.inputs().size(), " inputs but ", inputs.size(), " were given");
   cpu::set_num_threads(threads_);
-  unsigned char* base = storage_.data() + (kAlign - reinterpret_cast<uintptr_t>(storage_.data()) % kAlign) % kAlign;
+  unsigned char* base = storage_.data();
   std::vector<const void*> where(g_.num_tensors(), nullptr);
   for (size_t i = 0; i < inputs.size(); ++i) {
     const TensorInfo& info = g_.tensor(g_.inputs()[i]);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "backend/cpu/compiled_kernel.h"
+#include "ir/tensor_data.h"
 #include "orchestrate/plan.h"
 
 namespace korch {
@@ -50,7 +51,7 @@ class Executor {
   int threads_;
   ArenaPlan arena_;
   std::vector<std::unique_ptr<cpu::CompiledKernel>> kernels_;
-  std::vector<unsigned char> storage_;
+  std::vector<unsigned char, CacheLineAllocator<unsigned char>> storage_;  // the arena
   bool profiling_ = false;
   std::vector<KernelTiming> timings_;
   int fallbacks_ = 0;

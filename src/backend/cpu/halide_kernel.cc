@@ -579,6 +579,21 @@ enum class Variant {
   BlockTranspose,  // 8x8 tiles; inputs read transposed are loaded as 8 row vectors and transposed in registers
 };
 
+// A tiled output runs its tile rows in parallel when the tiled axes are the only non-unit ones,
+// else its outermost non-unit axis.
+void parallelise_tiles(Func& f, const std::vector<Var>& v, const Var& tile_rows, int par_axis, OutputSchedule* s) {
+  int rank = static_cast<int>(v.size());
+  if (par_axis == rank - 2) {
+    f.parallel(tile_rows);
+    s->text += ", parallel tile rows";
+  } else if (par_axis >= 0) {
+    s->parallel_var = v[rank - 1 - par_axis];
+    s->has_parallel = true;
+    f.parallel(s->parallel_var);
+    s->text += ", parallel axis " + std::to_string(par_axis);
+  }
+}
+
 OutputSchedule schedule_output(Func& f, const Shape& shape, int vector, bool tile, Variant variant) {
   OutputSchedule s;
   int rank = static_cast<int>(shape.size());
@@ -603,15 +618,7 @@ OutputSchedule schedule_output(Func& f, const Shape& shape, int vector, bool til
     f.tile(v[0], v[1], xo, yo, xi, yi, 8, 8, Halide::TailStrategy::ShiftInwards).vectorize(xi).unroll(yi);
     s.text = "tile 8x8, block transpose in registers";
     s.block_var = xo;
-    if (par_axis == rank - 2) {
-      f.parallel(yo);
-      s.text += ", parallel tile rows";
-    } else if (par_axis >= 0) {
-      s.parallel_var = v[rank - 1 - par_axis];
-      s.has_parallel = true;
-      f.parallel(s.parallel_var);
-      s.text += ", parallel axis " + std::to_string(par_axis);
-    }
+    parallelise_tiles(f, v, yo, par_axis, &s);
     return s;
   }
   bool tiled = tile && rank >= 2 && shape[rank - 1] >= 16 && shape[rank - 2] >= 16;
@@ -619,15 +626,7 @@ OutputSchedule schedule_output(Func& f, const Shape& shape, int vector, bool til
     Var xo("xo"), yo("yo"), xi("xi"), yi("yi");
     f.tile(v[0], v[1], xo, yo, xi, yi, 16, 16, Halide::TailStrategy::GuardWithIf).vectorize(xi, std::min(vector, 16));
     s.text = "tile 16x16, vectorize " + std::to_string(std::min(vector, 16));
-    if (par_axis == rank - 2) {
-      f.parallel(yo);
-      s.text += ", parallel tile rows";
-    } else if (par_axis >= 0) {
-      s.parallel_var = v[rank - 1 - par_axis];
-      s.has_parallel = true;
-      f.parallel(s.parallel_var);
-      s.text += ", parallel axis " + std::to_string(par_axis);
-    }
+    parallelise_tiles(f, v, yo, par_axis, &s);
     return s;
   }
   // Rows narrower than a vector (7x7 or 13x13 feature maps) still take a half vector.
