@@ -1,13 +1,15 @@
 // Layout linking in the Executor: a chain of oneDNN convolution kernels hands
 // activations on in oneDNN's internal layout (no reorders through dense
 // buffers), matches the reference executor, and is bit-identical to the same
-// plan run with linking turned off.
+// plan run with linking turned off; Halide kernels between convolutions take
+// nhwc activations through strides without changing the convolutions' layouts.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <random>
+#include <sstream>
 
 #include "check/test_case.h"
 #include "orchestrate/plan.h"
@@ -152,6 +154,76 @@ TEST(LayoutLink, PaddedBlockedLayoutsGetLargerBuffers) {
     Executor exec(c.g, c.plan, 2);
     int64_t dense = static_cast<int64_t>(channels * 10 * 10 * sizeof(float));
     EXPECT_GT(exec.arena().total_bytes, 4 * dense) << "padded internal buffers";
+  }
+}
+
+// Halide kernels between convolutions read and write their activations nhwc through strides:
+// conv -> [instance norm + relu + reflect pad] -> conv -> [SiLU] -> {1x1 conv, 3x3 conv} ->
+// [residual add]. The 1x1 conv runs oneDNN's plain nchw GEMM here; it is not rebuilt for the
+// Halide kernels' sake, so the SiLU output it reads and its own output stay dense.
+TEST(LayoutLink, HalideKernelsBetweenConvolutionsStayChannelsLast) {
+  Chain c;
+  const int64_t channels = 24, size = 12;
+  TensorId x = c.g.add_input("x", DType::F32, {1, channels, size, size});
+  TensorId a = c.conv(x, channels, 3);
+  c.end_kernel();
+  TensorId m = c.add(PrimOp::ReduceMean, {a}, Attrs().set("axes", Ints{2, 3}).set("keepdims", int64_t{1}));
+  TensorId d = c.add(PrimOp::Sub, {a, m});
+  TensorId v = c.add(PrimOp::ReduceMean, {c.add(PrimOp::Mul, {d, d})},
+                     Attrs().set("axes", Ints{2, 3}).set("keepdims", int64_t{1}));
+  TensorId eps = c.g.add_constant("eps", std::make_shared<TensorData>(TensorData::scalar_f32(1e-5f)));
+  TensorId sd = c.add(PrimOp::Sqrt, {c.add(PrimOp::Add, {v, eps})});
+  TensorId r = c.add(PrimOp::Relu, {c.add(PrimOp::Div, {d, sd})});
+  TensorId p =
+      c.add(PrimOp::Pad, {r},
+            Attrs().set("pads", Ints{0, 0, 1, 1, 0, 0, 1, 1}).set("mode", std::string("reflect")).set("value", 0.0));
+  c.end_kernel();
+  // A 3x3 conv without padding of its own (the reflect pad above feeds it).
+  TensorId w = c.constant({channels, channels, 3, 3});
+  TensorId b = c.add(PrimOp::Conv, {p, w},
+                     Attrs()
+                         .set("strides", Ints{1, 1})
+                         .set("pads", Ints{0, 0, 0, 0})
+                         .set("dilations", Ints{1, 1})
+                         .set("group", int64_t{1}));
+  c.end_kernel();
+  TensorId s = c.add(PrimOp::Mul, {b, c.add(PrimOp::Sigmoid, {b})});
+  c.end_kernel();
+  TensorId e = c.conv(s, channels, 1);
+  c.end_kernel();
+  TensorId f = c.conv(s, channels, 3);
+  c.end_kernel();
+  TensorId out = c.add(PrimOp::Add, {e, f});
+  c.end_kernel();
+  c.g.mark_output(out);
+  c.plan.strategy = "test";
+
+  std::vector<TensorData> inputs = {random_tensor({1, channels, size, size}, c.rng)};
+  std::vector<TensorData> expected = reference::run_graph(c.g, inputs);
+  int linked = 0, onednn_only = 0, unlinked = 0;
+  std::string desc, desc_onednn, desc_plain;
+  std::vector<TensorData> got = run_plan(c, inputs, "", &linked, &desc);
+  std::vector<TensorData> halide_dense = run_plan(c, inputs, "onednn", &onednn_only, &desc_onednn);
+  std::vector<TensorData> plain = run_plan(c, inputs, "0", &unlinked, &desc_plain);
+  std::cout << desc;
+  // a, p, b and f (conv -> Halide, Halide -> conv); s and e stay dense (the GEMM conv's).
+  EXPECT_EQ(linked, 4) << desc;
+  EXPECT_EQ(onednn_only, 0) << desc_onednn;
+  EXPECT_EQ(unlinked, 0);
+  EXPECT_NE(desc.find("halide: channels-last"), std::string::npos) << desc;
+  EXPECT_NE(desc.find("[nhwc in/out kept]"), std::string::npos) << desc;
+  // No oneDNN kernel changed its implementation or layout for a Halide neighbour.
+  auto cores = [](const std::string& d) {
+    std::string out;
+    std::istringstream lines(d);
+    for (std::string line; std::getline(lines, line);)
+      if (line.rfind("onednn", 0) == 0) out += line.substr(0, line.find(" [")) + "\n";
+    return out;
+  };
+  EXPECT_EQ(cores(desc), cores(desc_onednn));
+  for (const std::vector<TensorData>* o : {&got, &halide_dense, &plain}) {
+    Comparison cmp = compare_tensors((*o)[0], expected[0], Tolerance{});
+    EXPECT_TRUE(cmp.pass) << "max abs " << cmp.max_abs_error << "\n" << desc;
   }
 }
 

@@ -26,8 +26,10 @@ class CompiledKernel {
 
   // Layout linking (see layout_link.h). A kernel that keeps an internal layout (oneDNN's
   // nhwc / nChw16c activations) can hand it to the next kernel instead of reordering to the
-  // dense buffer and back. Keys are opaque; equal keys mean byte-identical layouts. Kernels
-  // that only read and write dense buffers (Halide, reference) keep the defaults.
+  // dense buffer and back. Keys are opaque; equal keys mean byte-identical layouts. Halide
+  // kernels offer nhwc for their channels-last candidates (read and written through strides,
+  // nothing reordered); kernels that only read and write dense buffers (reference) keep the
+  // defaults.
   //
   // The output's internal layout when it differs from the dense one ("" otherwise), and its
   // size in bytes (may exceed the dense size: blocked layouts pad channels).
@@ -48,6 +50,11 @@ class CompiledKernel {
   virtual std::string output_format() const { return ""; }
   virtual std::string input_format(int /*input*/) const { return ""; }
   virtual bool use_format(const std::string& /*format*/, bool /*apply*/) { return false; }
+  // Whether the kernel takes its layouts through strides (Halide's channels-last candidates):
+  // link_layouts links such a kernel's tensors only where the other side's layout already
+  // matches, and never rebuilds oneDNN kernels for it (nChw16c convolutions rebuilt for nhwc
+  // ran up to 2x slower).
+  virtual bool layout_by_strides() const { return false; }
 };
 
 // Memory-bound kernels (no Linear primitive) as Halide 14 JIT pipelines.
@@ -58,9 +65,24 @@ std::unique_ptr<CompiledKernel> compile_halide_kernel(const PrimGraph& g, const 
 // The Halide target korch compiles for: HL_JIT_TARGET (default: host), minus features
 // Halide 14 wrongly infers for this CPU (AVX-VNNI on AVX512-VNNI CPUs without it).
 Halide::Target halide_target();
+// Which of a Halide kernel's tensors are stored channels-last (nhwc) instead of dense (nchw):
+// one flag per k.inputs entry and one for the output. Empty flags: all dense.
+struct HalideLayouts {
+  std::vector<char> input_nhwc;
+  bool output_nhwc = false;
+  bool any() const;
+};
 bool build_halide_pipeline(const PrimGraph& g, const Kernel& k, const Halide::Target& target,
                            Halide::Pipeline* pipeline, std::vector<Halide::ImageParam>* params,
-                           std::string* description, std::string* why_not);
+                           std::string* description, std::string* why_not, const HalideLayouts& layouts = {});
+// The tensors of a memory-bound kernel that can be linked in the channels-last layout: 4-D
+// float activations (not constants) with more than one channel and pixel, in a kernel made only
+// of primitives whose loops stay contiguous over channels (elementwise, broadcast, spatial
+// reductions, spatial pads and resizes). Flags as in HalideLayouts; nothing set when the kernel
+// has other primitives. Correctness never depends on it (Halide indexes through strides).
+HalideLayouts channels_last_candidates(const PrimGraph& g, const Kernel& k);
+// oneDNN's layout key (CompiledKernel::output_layout) of a dense f32 tensor of `shape` stored nhwc.
+std::string nhwc_layout_key(const Shape& shape);
 // Number of schedule variants the backend can generate for a kernel (Kernel::schedule picks
 // one; 0 is the default). Profiling times every variant and keeps the fastest.
 int halide_schedule_variants(const PrimGraph& g, const Kernel& k);

@@ -2,8 +2,13 @@
 // kernel becomes a Halide Func over its output coordinates (Halide dimension 0
 // is the innermost ONNX axis): elementwise and layout primitives are index maps
 // inlined into their consumers; reductions and pooling windows use RDoms and
-// are computed once (never inlined); 2-D max pools run as two separable passes. The output is vectorised along its
-// innermost dimension and parallelised over its outermost non-unit dimension.
+// are computed once (never inlined); 2-D max pools run as two separable passes.
+// The output is vectorised along its innermost dimension and parallelised over
+// its outermost non-unit dimension. Kernels of elementwise, broadcast, spatial
+// reduction, pad and resize primitives can read and write their 4-D activations
+// nhwc (oneDNN's layout between convolutions) through strides, with a schedule
+// that loops channels innermost; the values are the same as in the dense layout.
+// Softplus (Log(Add(Exp(x), 1))) is computed as max(x, 0) + log1p(exp(-|x|)).
 // Halide runs its parallel loops on korch's OpenMP threads (custom do_par_for),
 // so oneDNN and Halide share one pool. Resize reads per-axis tables of the
 // reference's own taps (input index, weight), so it indexes exactly like the
@@ -14,9 +19,13 @@
 #include <cpuid.h>
 #include <omp.h>
 
+#include <algorithm>
+#include <array>
 #include <map>
+#include <optional>
 
 #include "backend/cpu/compiled_kernel.h"
+#include "backend/cpu/layout_link.h"
 #include "reference/reference.h"
 #include "util/error.h"
 
@@ -64,7 +73,10 @@ int omp_do_par_for(Halide::JITUserContext* ctx, int (*f)(Halide::JITUserContext*
 // Builds the Funcs of one kernel.
 class Generator {
  public:
-  Generator(const PrimGraph& g, const Kernel& k) : g_(g), k_(k) {}
+  // channels_last: some tensors are stored nhwc; spatial reductions then become explicit Funcs
+  // (explicit_reductions()) that the channels-last schedule loops channels-innermost.
+  Generator(const PrimGraph& g, const Kernel& k, bool channels_last = false)
+      : g_(g), k_(k), channels_last_(channels_last) {}
 
   Func build() {
     for (size_t i = 0; i < k_.inputs.size(); ++i) {
@@ -79,6 +91,12 @@ class Generator {
   const std::vector<Func>& materialised() const { return materialised_; }
   const std::vector<Func>& shared() const { return shared_; }
   const std::vector<Func>& stencils() const { return stencils_; }
+  struct ExplicitReduction {
+    Func func;
+    RDom domain;
+    int channel_arg;  // index in func.args() of the channel axis
+  };
+  const std::vector<ExplicitReduction>& explicit_reductions() const { return explicit_reductions_; }
 
  private:
   static std::vector<Var> vars(size_t rank) {
@@ -163,7 +181,10 @@ class Generator {
       case PrimOp::Neg: return -a[0];
       case PrimOp::Abs: return Halide::cast(ty, Halide::abs(a[0]));
       case PrimOp::Exp: need_float(); return Halide::exp(a[0]);
-      case PrimOp::Log: need_float(); return Halide::log(a[0]);
+      case PrimOp::Log:
+        need_float();
+        if (std::optional<TensorId> x = softplus_argument(prim)) return softplus(broadcast_at(*x, idx));
+        return Halide::log(a[0]);
       case PrimOp::Sqrt: need_float(); return Halide::sqrt(a[0]);
       case PrimOp::Reciprocal: need_float(); return Halide::cast(ty, 1) / a[0];
       case PrimOp::Sin: need_float(); return Halide::sin(a[0]);
@@ -223,6 +244,43 @@ class Generator {
     throw Unsupported{str_cat("elementwise ", prim_op_name(prim.op))};
   }
 
+  // Softplus as fission writes it, Log(Add(Exp(x), 1)) with all three primitives in this
+  // kernel: returns x. Computed as written, 1 + exp(x) rounds away exp(x)'s low bits for x < 0
+  // (relative error ~2^-24 / exp(x); softplus(-17) comes out 0, softplus(-12) 0.9% off);
+  // softplus() below stays within a few ulp everywhere.
+  std::optional<TensorId> softplus_argument(const Primitive& log_prim) const {
+    auto producer_in_kernel = [&](TensorId t, PrimOp op) -> const Primitive* {
+      PrimId p = g_.tensor(t).producer;
+      if (p == kNone || !funcs_.count(t) || g_.prim(p).op != op) return nullptr;
+      return &g_.prim(p);
+    };
+    auto is_one = [&](TensorId t) {
+      const TensorInfo& info = g_.tensor(t);
+      return info.is_constant() && num_elements(info.shape) == 1 && is_floating(info.dtype) &&
+             info.constant->get_f64(0) == 1.0;
+    };
+    const Primitive* add = producer_in_kernel(log_prim.inputs[0], PrimOp::Add);
+    if (!add || add->inputs.size() != 2 || g_.tensor(log_prim.inputs[0]).dtype != DType::F32) return std::nullopt;
+    for (int e = 0; e < 2; ++e) {
+      const Primitive* exp = producer_in_kernel(add->inputs[e], PrimOp::Exp);
+      if (exp && is_one(add->inputs[1 - e]) && g_.tensor(add->inputs[e]).shape == g_.tensor(log_prim.inputs[0]).shape)
+        return exp->inputs[0];
+    }
+    return std::nullopt;
+  }
+  // max(x, 0) + log1p(exp(-|x|)), with log1p(u) for u in [0, 1] as 2 atanh(s), s = u / (2 + u)
+  // <= 1/3, by its odd series to s^15 (truncation < 2e-9 relative): no cancellation, and no
+  // (1 + u) - 1 for Halide's simplifier to fold away.
+  static Expr softplus(Expr x) {
+    Expr u = Halide::exp(-Halide::abs(x));
+    Expr s = u / (2.0f + u);
+    Expr s2 = s * s;
+    Expr series = 1.0f / 15.0f;
+    for (float k : {13.0f, 11.0f, 9.0f, 7.0f, 5.0f, 3.0f}) series = series * s2 + 1.0f / k;
+    series = series * s2 + 1.0f;
+    return Halide::max(x, 0.0f) + 2.0f * s * series;
+  }
+
   Expr reduce(const Primitive& prim, const std::vector<Expr>& idx, const TensorInfo& out) {
     TensorId x = prim.inputs[0];
     const Shape& s = g_.tensor(x).shape;
@@ -271,6 +329,8 @@ class Generator {
     if (v.type().is_float() && v.type().bits() < 32) v = Halide::cast(Halide::Float(32), v);
     double count = 1;
     for (int64_t a : axes) count *= static_cast<double>(s[a]);
+    if (channels_last_ && s.size() == 4 && reduced.size() <= 2 && reduced.back() >= 2)
+      return explicit_reduction(prim, x, reduced, r, keep, idx, count);
     switch (prim.op) {
       case PrimOp::ReduceSum: return Halide::sum(r, v);
       case PrimOp::ReduceMean:
@@ -282,6 +342,51 @@ class Generator {
       default: break;
     }
     throw Unsupported{str_cat("reduction ", prim_op_name(prim.op))};
+  }
+
+  // A reduction over spatial axes of a 4-D tensor as its own Func (init, then an update over the
+  // RDom), so that a channels-last schedule can loop channels innermost inside the RDom.
+  Expr explicit_reduction(const Primitive& prim, TensorId x, const std::vector<int64_t>& reduced, const RDom& r,
+                          bool keep, const std::vector<Expr>& idx, double count) {
+    const Shape& s = g_.tensor(x).shape;
+    std::vector<Var> rv = vars(idx.size());
+    std::vector<Expr> ridx = onnx_index(rv);
+    std::vector<Expr> in;
+    size_t o = 0;
+    for (size_t a = 0; a < s.size(); ++a) {
+      auto pos = std::find(reduced.begin(), reduced.end(), static_cast<int64_t>(a));
+      if (pos != reduced.end()) {
+        in.push_back(r[static_cast<int>(pos - reduced.begin())]);
+        if (keep) ++o;
+      } else {
+        in.push_back(ridx[o++]);
+      }
+    }
+    Expr v = at(x, in);
+    std::vector<Halide::Var> hv(rv.begin(), rv.end());
+    Func red("t" + std::to_string(prim.output) + "_" + std::string(prim_op_name(prim.op)));
+    switch (prim.op) {
+      case PrimOp::ReduceSum:
+      case PrimOp::ReduceMean:
+        red(hv) = Halide::cast(v.type(), 0);
+        red(hv) = red(hv) + v;
+        break;
+      case PrimOp::ReduceMax:
+        red(hv) = v.type().min();
+        red(hv) = Halide::max(red(hv), v);
+        break;
+      case PrimOp::ReduceMin:
+        red(hv) = v.type().max();
+        red(hv) = Halide::min(red(hv), v);
+        break;
+      default: throw Unsupported{str_cat("channels-last reduction ", prim_op_name(prim.op))};
+    }
+    // The channel axis (ONNX axis 1, never reduced here) is Halide argument rank - 2.
+    explicit_reductions_.push_back({red, r, static_cast<int>(idx.size()) - 2});
+    std::vector<Expr> rev(idx.rbegin(), idx.rend());
+    Expr value = red(rev);
+    if (prim.op == PrimOp::ReduceMean) value = value / Halide::cast(v.type(), Expr(static_cast<float>(count)));
+    return value;
   }
 
   Expr layout(const Primitive& prim, const std::vector<Expr>& idx) {
@@ -521,6 +626,8 @@ class Generator {
   std::vector<Func> materialised_;
   std::vector<Func> shared_;
   std::vector<Func> stencils_;
+  bool channels_last_ = false;
+  std::vector<ExplicitReduction> explicit_reductions_;
   int consumers_inside(TensorId t) const {
     int n = 0;
     for (PrimId p : k_.prims)
@@ -533,32 +640,104 @@ class Generator {
   }
 };
 
-Halide::Buffer<> wrap(const TensorInfo& t, const void* data) {
+// Halide's dimensions (innermost first) of a 4-D tensor [n, c, h, w] stored nhwc.
+std::array<halide_dimension_t, 4> nhwc_dimensions(const Shape& s) {
+  int n = static_cast<int>(s[0]), c = static_cast<int>(s[1]), h = static_cast<int>(s[2]), w = static_cast<int>(s[3]);
+  return {halide_dimension_t(0, w, c), halide_dimension_t(0, h, w * c), halide_dimension_t(0, c, 1),
+          halide_dimension_t(0, n, h * w * c)};
+}
+
+Halide::Buffer<> wrap(const TensorInfo& t, const void* data, bool nhwc = false) {
+  if (nhwc) {
+    std::array<halide_dimension_t, 4> d = nhwc_dimensions(t.shape);
+    return Halide::Buffer<>(storage_type(t.dtype), const_cast<void*>(data), 4, d.data());
+  }
   std::vector<int> dims(t.shape.rbegin(), t.shape.rend());
   return Halide::Buffer<>(storage_type(t.dtype), const_cast<void*>(data), dims);
 }
 
+// A JIT-compiled Halide kernel. Its channels-last candidates (channels_last_candidates) take
+// part in layout linking like oneDNN's activations: each reports the nhwc layout, and a tensor
+// that link_layouts keeps in it is read or written through nhwc strides. The pipeline is
+// rebuilt (once, on the next run) for the kept layouts; nothing is ever reordered.
 class HalideKernel : public CompiledKernel {
  public:
-  HalideKernel(const PrimGraph& g, const Kernel& k, Halide::Pipeline pipeline, std::vector<ImageParam> params,
-               std::string description)
-      : pipeline_(std::move(pipeline)), params_(std::move(params)), description_(std::move(description)) {
+  HalideKernel(const PrimGraph& g, const Kernel& k, const Halide::Target& target, Halide::Pipeline pipeline,
+               std::vector<ImageParam> params, std::string description)
+      : graph_(&g),
+        kernel_(k),
+        target_(target),
+        pipeline_(std::move(pipeline)),
+        params_(std::move(params)),
+        description_(std::move(description)),
+        candidates_(halide_layout_links_enabled() ? channels_last_candidates(g, k) : HalideLayouts{}) {
     for (TensorId t : k.inputs) inputs_.push_back(g.tensor(t));
     output_ = g.tensor(k.output);
+    kept_.input_nhwc.assign(k.inputs.size(), 0);
+    candidates_.input_nhwc.resize(k.inputs.size(), 0);
   }
   void run(const std::vector<const void*>& inputs, void* output) override {
-    for (size_t i = 0; i < params_.size(); ++i) params_[i].set(wrap(inputs_[i], inputs[i]));
-    Halide::Buffer<> out = wrap(output_, output);
+    if (stale_) rebuild();
+    for (size_t i = 0; i < params_.size(); ++i) params_[i].set(wrap(inputs_[i], inputs[i], kept_.input_nhwc[i]));
+    Halide::Buffer<> out = wrap(output_, output, kept_.output_nhwc);
     pipeline_.realize(Halide::Realization({out}));
   }
-  std::string describe() const override { return description_; }
+  std::string describe() const override {
+    std::string kept;
+    for (char c : kept_.input_nhwc)
+      if (c) kept = "in";
+    if (kept_.output_nhwc) kept += kept.empty() ? "out" : "/out";
+    return kept.empty() ? description_ : description_ + " [nhwc " + kept + " kept]";
+  }
+
+  std::string output_layout() const override { return candidates_.output_nhwc ? nhwc_layout_key(output_.shape) : ""; }
+  int64_t output_layout_bytes() const override { return candidates_.output_nhwc ? dense_bytes(output_) : 0; }
+  std::string input_layout(int input) const override {
+    return candidates_.input_nhwc.at(input) ? nhwc_layout_key(inputs_[input].shape) : "";
+  }
+  int64_t input_layout_bytes(int input) const override {
+    return candidates_.input_nhwc.at(input) ? dense_bytes(inputs_[input]) : 0;
+  }
+  void keep_input_layout(int input) override {
+    KORCH_CHECK(candidates_.input_nhwc.at(input), "input ", input, " of a Halide kernel cannot be read nhwc");
+    if (!kept_.input_nhwc[input]) stale_ = true;
+    kept_.input_nhwc[input] = 1;
+  }
+  void keep_output_layout() override {
+    KORCH_CHECK(candidates_.output_nhwc, "the Halide kernel's output cannot be written nhwc");
+    if (!kept_.output_nhwc) stale_ = true;
+    kept_.output_nhwc = true;
+  }
+  std::string output_format() const override { return candidates_.output_nhwc ? "nhwc" : ""; }
+  std::string input_format(int input) const override { return candidates_.input_nhwc.at(input) ? "nhwc" : ""; }
+  // Each tensor's layout is nhwc or dense, fixed by the candidates: no other format to switch to.
+  bool use_format(const std::string& /*format*/, bool /*apply*/) override { return false; }
+  bool layout_by_strides() const override { return true; }
 
  private:
+  static int64_t dense_bytes(const TensorInfo& t) {
+    return num_elements(t.shape) * static_cast<int64_t>(dtype_size(t.dtype));
+  }
+  void rebuild() {
+    std::string why;
+    KORCH_CHECK(build_halide_pipeline(*graph_, kernel_, target_, &pipeline_, &params_, &description_, &why, kept_),
+                "Halide kernel for the kept channels-last layouts: ", why);
+    pipeline_.jit_handlers().custom_do_par_for = omp_do_par_for;
+    pipeline_.compile_jit(target_);
+    stale_ = false;
+  }
+
+  const PrimGraph* graph_;  // what the kernel was built from (rebuild() builds it again)
+  Kernel kernel_;
+  Halide::Target target_;
   Halide::Pipeline pipeline_;
   std::vector<ImageParam> params_;
+  std::string description_;
+  HalideLayouts candidates_;  // what may be kept nhwc
+  HalideLayouts kept_;        // what is
+  bool stale_ = false;        // the pipeline is not built for kept_ yet
   std::vector<TensorInfo> inputs_;
   TensorInfo output_;
-  std::string description_;
 };
 
 struct OutputSchedule {
@@ -654,6 +833,79 @@ OutputSchedule schedule_output(Func& f, const Shape& shape, int vector, bool til
   }
   if (s.text.empty()) s.text = "serial";
   return s;
+}
+
+// The schedule when some tensors are stored nhwc (channels_last_candidates' kernels): a 4-D
+// output written nhwc, or with one pixel per channel, loops channels innermost (vectorised) and
+// runs its rows in parallel; a dense 4-D output keeps vectorised rows (its nhwc inputs are then
+// read with a stride: a transpose). Spatial reductions are computed up front, channels innermost
+// inside their pixel loops, chunks of channels in parallel. Returns the description.
+std::string schedule_channels_last(Func& out, const Shape& shape, int vector, bool output_nhwc, const Generator& gen) {
+  auto width_for = [&](int64_t extent) { return extent >= vector ? vector : extent >= 8 && vector > 8 ? 8 : 0; };
+  std::string text = "channels-last";
+  std::vector<Var> v = out.args();
+  if (shape.size() == 4) {
+    bool channels_inner = output_nhwc || shape[2] * shape[3] == 1;
+    Var w = v[0], h = v[1], c = v[2], n = v[3];
+    if (channels_inner) {
+      out.reorder(c, w, h, n);
+      if (int width = width_for(shape[1])) {
+        out.vectorize(c, width, Halide::TailStrategy::GuardWithIf);
+        text += ", channels vectorized " + std::to_string(width);
+      }
+      if (shape[2] > 1) {
+        out.parallel(h);
+        text += ", parallel rows";
+      }
+    } else {
+      if (int width = width_for(shape[3])) out.vectorize(w, width, Halide::TailStrategy::GuardWithIf);
+      out.parallel(c);
+      text += ", dense output rows, parallel channels";
+    }
+  } else if (!v.empty()) {
+    if (int width = width_for(shape.back())) out.vectorize(v[0], width, Halide::TailStrategy::GuardWithIf);
+  }
+  for (Func f : gen.materialised()) {
+    f.compute_root();
+    std::vector<Var> a = f.args();
+    if (a.size() >= 2)
+      if (int width = width_for(shape.size() >= 2 ? shape[1] : 1))
+        f.vectorize(a[a.size() - 2], width, Halide::TailStrategy::GuardWithIf);
+  }
+  // Each reduction is stored once (a wrapper computed root, chunks of channels in parallel) and
+  // accumulated per chunk in a one-vector buffer that LLVM keeps in registers: accumulating
+  // straight into the root buffer was 6x slower (a load, add and store per pixel through memory).
+  for (const Generator::ExplicitReduction& r : gen.explicit_reductions()) {
+    Func f = r.func;
+    int64_t channels = shape.size() >= 2 ? shape[1] : 1;
+    int width = width_for(channels);
+    Func root = f.in();
+    root.compute_root();
+    std::vector<Var> ra = root.args();
+    std::vector<Halide::VarOrRVar> root_order = {ra[r.channel_arg]};
+    for (size_t i = 0; i < ra.size(); ++i)
+      if (static_cast<int>(i) != r.channel_arg) root_order.push_back(ra[i]);
+    root.reorder(root_order);
+    std::vector<Var> a = f.args();
+    Var c = a[r.channel_arg];
+    if (width) {
+      Var co("co"), ci("ci");
+      root.split(ra[r.channel_arg], co, ci, width, Halide::TailStrategy::GuardWithIf).vectorize(ci);
+      if (channels >= 2 * width) root.parallel(co);
+      f.compute_at(root, co).vectorize(c, width, Halide::TailStrategy::GuardWithIf);
+    } else {
+      f.compute_at(root, ra.back());
+    }
+    std::vector<Halide::VarOrRVar> order = {c};
+    for (int d = 0; d < r.domain.dimensions(); ++d) order.push_back(r.domain[d]);
+    for (size_t i = 0; i < a.size(); ++i)
+      if (static_cast<int>(i) != r.channel_arg) order.push_back(a[i]);
+    Halide::Stage update = f.update();
+    update.reorder(order);
+    if (width) update.vectorize(c, width, Halide::TailStrategy::GuardWithIf);
+  }
+  if (!gen.explicit_reductions().empty()) text += ", reductions compute_root channels innermost";
+  return text;
 }
 
 constexpr size_t kMaxBlockInputs = 2;  // inputs a BlockTranspose kernel may wrap (compile time)
@@ -776,17 +1028,74 @@ bool halide_supports(const PrimGraph& g, const Kernel& k, std::string* why_not) 
   return false;
 }
 
+bool HalideLayouts::any() const {
+  return output_nhwc || std::any_of(input_nhwc.begin(), input_nhwc.end(), [](char c) { return c != 0; });
+}
+
+HalideLayouts channels_last_candidates(const PrimGraph& g, const Kernel& k) {
+  HalideLayouts none;
+  if (k.num_linear > 0) return none;
+  auto spatial_4d = [&](TensorId t) { return g.tensor(t).shape.size() == 4; };
+  for (PrimId p : k.prims) {
+    const Primitive& prim = g.prim(p);
+    PrimKind kind = prim_kind(prim.op);
+    bool ok = kind == PrimKind::Elementwise || kind == PrimKind::Broadcast;
+    if (prim.op == PrimOp::ReduceSum || prim.op == PrimOp::ReduceMean || prim.op == PrimOp::ReduceMax ||
+        prim.op == PrimOp::ReduceMin) {
+      const auto& axes = prim.attrs.ints("axes");
+      ok = spatial_4d(prim.inputs[0]) && !axes.empty() &&
+           std::all_of(axes.begin(), axes.end(), [](int64_t a) { return a == 2 || a == 3; });
+    } else if (prim.op == PrimOp::Pad) {
+      const auto& pads = prim.attrs.ints("pads");
+      ok = spatial_4d(prim.inputs[0]) && pads.size() == 8 && pads[0] == 0 && pads[1] == 0 && pads[4] == 0 &&
+           pads[5] == 0;
+    } else if (prim.op == PrimOp::Resize) {
+      const Shape& in = g.tensor(prim.inputs[0]).shape;
+      const Shape& out = g.tensor(prim.output).shape;
+      ok = in.size() == 4 && out.size() == 4 && in[0] == out[0] && in[1] == out[1];
+    }
+    if (!ok) return none;
+  }
+  auto linkable = [&](TensorId t) {
+    const TensorInfo& info = g.tensor(t);
+    return !info.is_constant() && info.dtype == DType::F32 && info.shape.size() == 4 && info.shape[1] > 1 &&
+           info.shape[2] * info.shape[3] > 1;
+  };
+  HalideLayouts l;
+  for (TensorId t : k.inputs) l.input_nhwc.push_back(linkable(t) ? 1 : 0);
+  l.output_nhwc = linkable(k.output);
+  return l.any() ? l : none;
+}
+
 bool build_halide_pipeline(const PrimGraph& g, const Kernel& k, const Halide::Target& target,
                            Halide::Pipeline* pipeline, std::vector<Halide::ImageParam>* params,
-                           std::string* description, std::string* why_not) {
+                           std::string* description, std::string* why_not, const HalideLayouts& layouts) {
   if (k.num_linear > 0) {
     if (why_not) *why_not = "kernel has a Linear primitive";
     return false;
   }
   try {
-    Generator gen(g, k);
+    bool channels_last = layouts.any();
+    Generator gen(g, k, channels_last);
     Func out = gen.build();
     int vector = std::max(4, target.natural_vector_size(storage_type(g.tensor(k.output).dtype)));
+    if (channels_last) {
+      // Strides of the tensors stored nhwc (constants: Halide folds them into the addressing).
+      auto set_nhwc = [](Halide::OutputImageParam p, const Shape& shape) {
+        std::array<halide_dimension_t, 4> d = nhwc_dimensions(shape);
+        for (int i = 0; i < 4; ++i) p.dim(i).set_bounds(0, d[i].extent).set_stride(d[i].stride);
+      };
+      for (size_t i = 0; i < k.inputs.size(); ++i)
+        if (i < layouts.input_nhwc.size() && layouts.input_nhwc[i])
+          set_nhwc(gen.params().at(k.inputs[i]), g.tensor(k.inputs[i]).shape);
+      if (layouts.output_nhwc) set_nhwc(out.output_buffer(), g.tensor(k.output).shape);
+      std::string text = schedule_channels_last(out, g.tensor(k.output).shape, vector, layouts.output_nhwc, gen);
+      *pipeline = Halide::Pipeline(out);
+      params->clear();
+      for (TensorId t : k.inputs) params->push_back(gen.params().at(t));
+      if (description) *description = "halide: " + text;
+      return true;
+    }
     std::vector<Variant> variants = variants_of(g, k, gen);
     if (k.schedule < 0 || k.schedule >= static_cast<int>(variants.size()))
       throw Unsupported{str_cat("no schedule variant ", k.schedule, " (this kernel has ", variants.size(), ")")};
@@ -885,7 +1194,7 @@ std::unique_ptr<CompiledKernel> compile_halide_kernel(const PrimGraph& g, const 
   try {
     pipeline.jit_handlers().custom_do_par_for = omp_do_par_for;
     pipeline.compile_jit(target);
-    return std::make_unique<HalideKernel>(g, k, std::move(pipeline), std::move(params), std::move(description));
+    return std::make_unique<HalideKernel>(g, k, target, std::move(pipeline), std::move(params), std::move(description));
   } catch (const Halide::Error& e) {
     if (why_not) *why_not = str_cat("Halide: ", e.what());
   }

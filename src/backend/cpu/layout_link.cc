@@ -23,6 +23,12 @@ Mode mode() {
 
 }  // namespace
 
+bool halide_layout_links_enabled() {
+  const char* v = std::getenv("KORCH_LAYOUT_LINK");
+  std::string s = v ? v : "";
+  return s != "0" && s != "onednn";
+}
+
 LayoutLinks link_layouts(const PrimGraph& g, const std::vector<Kernel>& kernels,
                          const std::vector<std::unique_ptr<CompiledKernel>>& compiled) {
   KORCH_CHECK(kernels.size() == compiled.size(), "link_layouts: ", kernels.size(), " kernels but ", compiled.size(),
@@ -56,7 +62,10 @@ LayoutLinks link_layouts(const PrimGraph& g, const std::vector<Kernel>& kernels,
         return r.first > static_cast<int>(i) && compiled[r.first]->input_layout(r.second) == p.output_layout();
       });
     };
-    if (!matches() && m == Mode::kRelayout) {
+    bool by_strides = p.layout_by_strides() || std::any_of(rs.begin(), rs.end(), [&](const std::pair<int, int>& r) {
+                        return compiled[r.first]->layout_by_strides();
+                      });
+    if (!matches() && m == Mode::kRelayout && !by_strides) {
       // Readers that want another layout are rebuilt for the producer's, when
       // oneDNN keeps a non-reference implementation for all of them; else the
       // producer is rebuilt for the one layout its readers share.

@@ -1221,6 +1221,11 @@ bool OnednnKernel::use_format(const std::string& format, bool apply) {
 
 }  // namespace
 
+std::string nhwc_layout_key(const Shape& shape) {
+  KORCH_CHECK(shape.size() == 4, "nhwc_layout_key of a ", shape.size(), "-D shape");
+  return layout_key(MD(Dims(shape.begin(), shape.end()), memory::data_type::f32, memory::format_tag::nhwc));
+}
+
 bool onednn_supports(const PrimGraph& g, const Kernel& k, std::string* why_not) {
   try {
     Analysis analysis(g, k);

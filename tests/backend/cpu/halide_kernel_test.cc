@@ -4,6 +4,7 @@
 // elementwise.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <functional>
 
 #include "backend/cpu/compiled_kernel.h"
@@ -23,6 +24,7 @@ struct Case {
 Attrs axes(std::vector<int64_t> a, int64_t keep) { return Attrs().set("axes", a).set("keepdims", keep); }
 
 void check_variant(const PrimGraph& g, const Kernel& k, cpu::CompiledKernel& compiled, cpu::CompiledKernel& reference);
+void check_channels_last(const PrimGraph& g, const Kernel& k, cpu::CompiledKernel& reference);
 
 // Compiles the graph's primitives as one kernel (every schedule variant) and compares with the
 // reference kernel.
@@ -43,6 +45,8 @@ void check_kernel_or_throw(const Case& c) {
     ASSERT_NE(compiled, nullptr) << "variant " << v << ": " << why;
     check_variant(g, k, *compiled, *reference);
   }
+  k.schedule = 0;
+  check_channels_last(g, k, *reference);
   k.schedule = variants;
   std::string why;
   EXPECT_EQ(cpu::compile_kernel(g, k, &why), nullptr) << "schedule variant past the last one was accepted";
@@ -62,6 +66,61 @@ void check_variant(const PrimGraph& g, const Kernel& k, cpu::CompiledKernel& com
     EXPECT_TRUE(cmp.pass) << compiled.describe() << ": max abs " << cmp.max_abs_error << ", " << cmp.mismatches
                           << " mismatches " << cmp.problem;
   }
+}
+
+// A 4-D tensor [n, c, h, w] copied into nhwc order (to_nhwc) or back (from_nhwc).
+TensorData permute_nhwc(const TensorData& t, bool to_nhwc) {
+  const Shape& s = t.shape();
+  int64_t n = s[0], c = s[1], h = s[2], w = s[3];
+  TensorData r(t.dtype(), s);
+  size_t bytes = dtype_size(t.dtype());
+  const char* src = static_cast<const char*>(t.raw());
+  char* dst = static_cast<char*>(r.raw());
+  for (int64_t in = 0; in < n; ++in)
+    for (int64_t ic = 0; ic < c; ++ic)
+      for (int64_t ih = 0; ih < h; ++ih)
+        for (int64_t iw = 0; iw < w; ++iw) {
+          int64_t nchw = ((in * c + ic) * h + ih) * w + iw, nhwc = ((in * h + ih) * w + iw) * c + ic;
+          int64_t from = to_nhwc ? nchw : nhwc, to = to_nhwc ? nhwc : nchw;
+          std::memcpy(dst + to * bytes, src + from * bytes, bytes);
+        }
+  return r;
+}
+
+// A kernel with channels-last candidates, run with every candidate tensor kept nhwc (what layout
+// linking does between it and oneDNN convolutions), against the reference on dense tensors.
+void check_channels_last(const PrimGraph& g, const Kernel& k, cpu::CompiledKernel& reference) {
+  cpu::HalideLayouts candidates = cpu::channels_last_candidates(g, k);
+  if (!candidates.any()) return;
+  SCOPED_TRACE("channels-last");
+  std::string why;
+  auto compiled = cpu::compile_kernel(g, k, &why);
+  ASSERT_NE(compiled, nullptr) << why;
+  for (size_t i = 0; i < k.inputs.size(); ++i)
+    if (candidates.input_nhwc[i]) {
+      EXPECT_EQ(compiled->input_layout(static_cast<int>(i)), cpu::nhwc_layout_key(g.tensor(k.inputs[i]).shape));
+      compiled->keep_input_layout(static_cast<int>(i));
+    }
+  if (candidates.output_nhwc) compiled->keep_output_layout();
+  for (uint32_t seed : {1u, 2u}) {
+    std::vector<TensorData> inputs = random_kernel_inputs(g, k, seed), stored;
+    std::vector<const void*> dense, ptrs;
+    for (size_t i = 0; i < inputs.size(); ++i)
+      stored.push_back(candidates.input_nhwc[i] ? permute_nhwc(inputs[i], true) : inputs[i]);
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      dense.push_back(inputs[i].raw());
+      ptrs.push_back(stored[i].raw());
+    }
+    const TensorInfo& out = g.tensor(k.output);
+    TensorData got(out.dtype, out.shape), want(out.dtype, out.shape);
+    compiled->run(ptrs, got.raw());
+    reference.run(dense, want.raw());
+    if (candidates.output_nhwc) got = permute_nhwc(got, false);
+    Comparison cmp = compare_tensors(got, want, Tolerance{1e-5, 1e-4});
+    EXPECT_TRUE(cmp.pass) << compiled->describe() << ": max abs " << cmp.max_abs_error << ", " << cmp.mismatches
+                          << " mismatches " << cmp.problem;
+  }
+  EXPECT_NE(compiled->describe().find("channels-last"), std::string::npos) << compiled->describe();
 }
 
 void check_kernel(const Case& c) {
@@ -393,6 +452,47 @@ std::vector<Case> cases() {
                   TensorId x = g.add_input("x", DType::F32, {1, 8, 6, 6});
                   TensorId m = g.add_primitive(PrimOp::ReduceMean, {x}, axes({2, 3}, 1));
                   g.mark_output(g.add_primitive(PrimOp::Mul, {x, g.add_primitive(PrimOp::Sigmoid, {m}, {})}, {}));
+                  return g;
+                }});
+  // Channels-last candidates (check_channels_last also runs them with nhwc tensors): channel
+  // counts that are not a multiple of the vector, one above two vectors (parallel channel chunks).
+  for (int64_t channels : {24, 40}) {
+    cs.push_back({"instance norm + relu + reflect pad, " + std::to_string(channels) + " channels", [channels] {
+                    PrimGraph g;
+                    TensorId x = g.add_input("x", DType::F32, {1, channels, 9, 11});
+                    TensorId m = g.add_primitive(PrimOp::ReduceMean, {x}, axes({2, 3}, 1));
+                    TensorId d = g.add_primitive(PrimOp::Sub, {x, m}, {});
+                    TensorId v = g.add_primitive(PrimOp::ReduceMean, {g.add_primitive(PrimOp::Mul, {d, d}, {})},
+                                                 axes({2, 3}, 1));
+                    TensorId eps =
+                        g.add_constant("eps", std::make_shared<const TensorData>(TensorData::scalar_f32(1e-5f)));
+                    TensorId sd = g.add_primitive(PrimOp::Sqrt, {g.add_primitive(PrimOp::Add, {v, eps}, {})}, {});
+                    TensorId gamma = g.add_input("gamma", DType::F32, {channels, 1, 1});
+                    TensorId y = g.add_primitive(PrimOp::Mul, {g.add_primitive(PrimOp::Div, {d, sd}, {}), gamma}, {});
+                    Attrs pad;
+                    pad.set("pads", std::vector<int64_t>{0, 0, 1, 1, 0, 0, 1, 1}).set("mode", std::string("reflect"));
+                    pad.set("value", 0.0);
+                    TensorId r = g.add_primitive(PrimOp::Relu, {y}, {});
+                    g.mark_output(g.add_primitive(PrimOp::Pad, {r}, pad));
+                    return g;
+                  }});
+  }
+  cs.push_back({"SiLU of a biased activation plus a residual (channels-last candidate)", [] {
+                  PrimGraph g;
+                  TensorId x = g.add_input("x", DType::F32, {1, 32, 7, 13});
+                  TensorId res = g.add_input("res", DType::F32, {1, 32, 7, 13});
+                  TensorId bias = g.add_input("bias", DType::F32, {1, 32, 1, 1});
+                  TensorId y = g.add_primitive(PrimOp::Add, {x, bias}, {});
+                  TensorId s = g.add_primitive(PrimOp::Mul, {y, g.add_primitive(PrimOp::Sigmoid, {y}, {})}, {});
+                  g.mark_output(g.add_primitive(PrimOp::Add, {s, res}, {}));
+                  return g;
+                }});
+  cs.push_back({"max and sum over pixels, no keepdims (channels-last candidate)", [] {
+                  PrimGraph g;
+                  TensorId x = g.add_input("x", DType::F32, {2, 20, 5, 6});
+                  TensorId mx = g.add_primitive(PrimOp::ReduceMax, {x}, axes({2, 3}, 0));
+                  TensorId sm = g.add_primitive(PrimOp::ReduceSum, {x}, axes({2, 3}, 0));
+                  g.mark_output(g.add_primitive(PrimOp::Add, {mx, sm}, {}));
                   return g;
                 }});
   return cs;
