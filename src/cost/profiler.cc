@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <dnnl.hpp>
 #include <fstream>
 #include <random>
@@ -92,6 +93,31 @@ std::vector<double> measure_link_savings(const PrimGraph& g, const Kernel& k, cp
   if (linked_output) savings[0] = share * dense_bytes(g, k.output);
   for (int i : linked_inputs) savings[1 + i] = share * dense_bytes(g, k.inputs[i]);
   return savings;
+}
+
+// A kernel that takes layouts through strides (Halide's channels-last candidates) runs once more
+// with every candidate tensor kept nhwc, on the same inputs permuted, and must give the same
+// values as its dense run (`want`). Leaves the kernel reading and writing nhwc.
+Comparison verify_strided_layouts(const PrimGraph& g, const Kernel& k, cpu::CompiledKernel& compiled,
+                                  const std::vector<const void*>& inputs, const TensorData& want) {
+  std::vector<TensorData> stored;
+  std::vector<const void*> ptrs = inputs;
+  stored.reserve(inputs.size());
+  for (size_t i = 0; i < k.inputs.size(); ++i) {
+    const TensorInfo& t = g.tensor(k.inputs[i]);
+    if (t.is_constant() || compiled.input_layout(static_cast<int>(i)).empty()) continue;
+    TensorData dense(t.dtype, t.shape);
+    std::memcpy(dense.raw(), inputs[i], dense.byte_size());
+    stored.push_back(cpu::permute_nhwc(dense, true));
+    ptrs[i] = stored.back().raw();
+    compiled.keep_input_layout(static_cast<int>(i));
+  }
+  bool output_nhwc = !compiled.output_layout().empty();
+  if (output_nhwc) compiled.keep_output_layout();
+  TensorData got(want.dtype(), want.shape());
+  compiled.run(ptrs, got.raw());
+  if (output_nhwc) got = cpu::permute_nhwc(got, false);
+  return compare_tensors(got, want, Tolerance{1e-4, 1e-3});
 }
 
 double sum_of_savings(const std::vector<double>& savings) {
@@ -269,6 +295,18 @@ ProfileEntry CpuProfiler::profile_variant(const PrimGraph& g, const Kernel& k, c
                                                 [&] { cache_state_.prepare(touched); });
       entry.samples = 1;
       entry.link_savings = measure_link_savings(g, k, *compiled, inputs, entry.median_seconds, cache_state_);
+      if (compiled->layout_by_strides()) {
+        Comparison nhwc = verify_strided_layouts(g, k, *compiled, inputs, *want);
+        if (!nhwc.pass) {
+          ++stats_.mismatches;
+          entry = ProfileEntry{};
+          entry.schedule = k.schedule;
+          entry.implementable = true;
+          entry.description = str_cat("mismatch vs reference with nhwc tensors (max abs ", nhwc.max_abs_error, ", ",
+                                      nhwc.mismatches, " elements) in ", compiled->describe());
+          if (log_) log_(str_cat("dropped kernel [", kernel_summary(g, k), "]: ", entry.description));
+        }
+      }
     }
   } catch (const std::exception& e) {
     entry.implementable = false;

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "ir/tensor_data.h"
 #include "orchestrate/kernel.h"
 
 namespace Halide {
@@ -83,6 +84,8 @@ bool build_halide_pipeline(const PrimGraph& g, const Kernel& k, const Halide::Ta
 HalideLayouts channels_last_candidates(const PrimGraph& g, const Kernel& k);
 // oneDNN's layout key (CompiledKernel::output_layout) of a dense f32 tensor of `shape` stored nhwc.
 std::string nhwc_layout_key(const Shape& shape);
+// A 4-D tensor's values in nhwc order (to_nhwc) or back in nchw order (its shape stays [n, c, h, w]).
+TensorData permute_nhwc(const TensorData& t, bool to_nhwc);
 // Number of schedule variants the backend can generate for a kernel (Kernel::schedule picks
 // one; 0 is the default). Profiling times every variant and keeps the fastest.
 int halide_schedule_variants(const PrimGraph& g, const Kernel& k);

@@ -21,6 +21,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstring>
 #include <map>
 #include <optional>
 
@@ -314,19 +315,7 @@ class Generator {
     for (int64_t a : reduced) ranges.emplace_back(0, static_cast<int>(s[a]));
     if (ranges.empty()) throw Unsupported{"reduction over no axes"};
     RDom r(ranges);
-    std::vector<Expr> in;
-    size_t o = 0;
-    for (size_t a = 0; a < s.size(); ++a) {
-      auto pos = std::find(reduced.begin(), reduced.end(), static_cast<int64_t>(a));
-      if (pos != reduced.end()) {
-        in.push_back(r[static_cast<int>(pos - reduced.begin())]);
-        if (keep) ++o;
-      } else {
-        in.push_back(idx[o++]);
-      }
-    }
-    Expr v = at(x, in);
-    if (v.type().is_float() && v.type().bits() < 32) v = Halide::cast(Halide::Float(32), v);
+    Expr v = reduced_value(x, reduced, r, keep, idx);
     double count = 1;
     for (int64_t a : axes) count *= static_cast<double>(s[a]);
     if (channels_last_ && s.size() == 4 && reduced.size() <= 2 && reduced.back() >= 2)
@@ -344,13 +333,11 @@ class Generator {
     throw Unsupported{str_cat("reduction ", prim_op_name(prim.op))};
   }
 
-  // A reduction over spatial axes of a 4-D tensor as its own Func (init, then an update over the
-  // RDom), so that a channels-last schedule can loop channels innermost inside the RDom.
-  Expr explicit_reduction(const Primitive& prim, TensorId x, const std::vector<int64_t>& reduced, const RDom& r,
-                          bool keep, const std::vector<Expr>& idx, double count) {
+  // The reduction's input x at output index `idx` and RDom point `r` (r[i] runs over axis
+  // reduced[i]); at least 32-bit floats.
+  Expr reduced_value(TensorId x, const std::vector<int64_t>& reduced, const RDom& r, bool keep,
+                     const std::vector<Expr>& idx) {
     const Shape& s = g_.tensor(x).shape;
-    std::vector<Var> rv = vars(idx.size());
-    std::vector<Expr> ridx = onnx_index(rv);
     std::vector<Expr> in;
     size_t o = 0;
     for (size_t a = 0; a < s.size(); ++a) {
@@ -359,10 +346,20 @@ class Generator {
         in.push_back(r[static_cast<int>(pos - reduced.begin())]);
         if (keep) ++o;
       } else {
-        in.push_back(ridx[o++]);
+        in.push_back(idx[o++]);
       }
     }
     Expr v = at(x, in);
+    if (v.type().is_float() && v.type().bits() < 32) v = Halide::cast(Halide::Float(32), v);
+    return v;
+  }
+
+  // A reduction over spatial axes of a 4-D tensor as its own Func (init, then an update over the
+  // RDom), so that a channels-last schedule can loop channels innermost inside the RDom.
+  Expr explicit_reduction(const Primitive& prim, TensorId x, const std::vector<int64_t>& reduced, const RDom& r,
+                          bool keep, const std::vector<Expr>& idx, double count) {
+    std::vector<Var> rv = vars(idx.size());
+    Expr v = reduced_value(x, reduced, r, keep, onnx_index(rv));
     std::vector<Halide::Var> hv(rv.begin(), rv.end());
     Func red("t" + std::to_string(prim.output) + "_" + std::string(prim_op_name(prim.op)));
     switch (prim.op) {
@@ -1026,6 +1023,24 @@ bool halide_supports(const PrimGraph& g, const Kernel& k, std::string* why_not) 
     if (why_not) *why_not = str_cat("Halide: ", e.what());
   }
   return false;
+}
+
+TensorData permute_nhwc(const TensorData& t, bool to_nhwc) {
+  const Shape& s = t.shape();
+  KORCH_CHECK(s.size() == 4, "permute_nhwc of a ", s.size(), "-D tensor");
+  int64_t n = s[0], c = s[1], h = s[2], w = s[3];
+  TensorData r(t.dtype(), s);
+  size_t bytes = dtype_size(t.dtype());
+  const char* src = static_cast<const char*>(t.raw());
+  char* dst = static_cast<char*>(r.raw());
+  for (int64_t in = 0; in < n; ++in)
+    for (int64_t ic = 0; ic < c; ++ic)
+      for (int64_t ih = 0; ih < h; ++ih)
+        for (int64_t iw = 0; iw < w; ++iw) {
+          int64_t nchw = ((in * c + ic) * h + ih) * w + iw, nhwc = ((in * h + ih) * w + iw) * c + ic;
+          std::memcpy(dst + (to_nhwc ? nhwc : nchw) * bytes, src + (to_nhwc ? nchw : nhwc) * bytes, bytes);
+        }
+  return r;
 }
 
 bool HalideLayouts::any() const {

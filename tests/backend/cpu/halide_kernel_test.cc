@@ -4,7 +4,6 @@
 // elementwise.
 #include <gtest/gtest.h>
 
-#include <cstring>
 #include <functional>
 
 #include "backend/cpu/compiled_kernel.h"
@@ -68,25 +67,6 @@ void check_variant(const PrimGraph& g, const Kernel& k, cpu::CompiledKernel& com
   }
 }
 
-// A 4-D tensor [n, c, h, w] copied into nhwc order (to_nhwc) or back (from_nhwc).
-TensorData permute_nhwc(const TensorData& t, bool to_nhwc) {
-  const Shape& s = t.shape();
-  int64_t n = s[0], c = s[1], h = s[2], w = s[3];
-  TensorData r(t.dtype(), s);
-  size_t bytes = dtype_size(t.dtype());
-  const char* src = static_cast<const char*>(t.raw());
-  char* dst = static_cast<char*>(r.raw());
-  for (int64_t in = 0; in < n; ++in)
-    for (int64_t ic = 0; ic < c; ++ic)
-      for (int64_t ih = 0; ih < h; ++ih)
-        for (int64_t iw = 0; iw < w; ++iw) {
-          int64_t nchw = ((in * c + ic) * h + ih) * w + iw, nhwc = ((in * h + ih) * w + iw) * c + ic;
-          int64_t from = to_nhwc ? nchw : nhwc, to = to_nhwc ? nhwc : nchw;
-          std::memcpy(dst + to * bytes, src + from * bytes, bytes);
-        }
-  return r;
-}
-
 // A kernel with channels-last candidates, run with every candidate tensor kept nhwc (what layout
 // linking does between it and oneDNN convolutions), against the reference on dense tensors.
 void check_channels_last(const PrimGraph& g, const Kernel& k, cpu::CompiledKernel& reference) {
@@ -106,7 +86,7 @@ void check_channels_last(const PrimGraph& g, const Kernel& k, cpu::CompiledKerne
     std::vector<TensorData> inputs = random_kernel_inputs(g, k, seed), stored;
     std::vector<const void*> dense, ptrs;
     for (size_t i = 0; i < inputs.size(); ++i)
-      stored.push_back(candidates.input_nhwc[i] ? permute_nhwc(inputs[i], true) : inputs[i]);
+      stored.push_back(candidates.input_nhwc[i] ? cpu::permute_nhwc(inputs[i], true) : inputs[i]);
     for (size_t i = 0; i < inputs.size(); ++i) {
       dense.push_back(inputs[i].raw());
       ptrs.push_back(stored[i].raw());
@@ -115,7 +95,7 @@ void check_channels_last(const PrimGraph& g, const Kernel& k, cpu::CompiledKerne
     TensorData got(out.dtype, out.shape), want(out.dtype, out.shape);
     compiled->run(ptrs, got.raw());
     reference.run(dense, want.raw());
-    if (candidates.output_nhwc) got = permute_nhwc(got, false);
+    if (candidates.output_nhwc) got = cpu::permute_nhwc(got, false);
     Comparison cmp = compare_tensors(got, want, Tolerance{1e-5, 1e-4});
     EXPECT_TRUE(cmp.pass) << compiled->describe() << ": max abs " << cmp.max_abs_error << ", " << cmp.mismatches
                           << " mismatches " << cmp.problem;
