@@ -1,5 +1,5 @@
 // The CPU profiler on a Halide kernel with channels-last candidates: it verifies the kernel in
-// both layouts and prices the layout links (what the BLP subtracts next to nhwc convolutions).
+// both layouts (the runtime may link it nhwc) and offers the BLP no link savings for it.
 #include "cost/profiler.h"
 
 #include <gtest/gtest.h>
@@ -12,7 +12,7 @@
 namespace korch {
 namespace {
 
-TEST(CpuProfiler, VerifiesAndPricesChannelsLastHalideKernels) {
+TEST(CpuProfiler, VerifiesChannelsLastHalideKernelsInBothLayouts) {
   PrimGraph g;
   TensorId x = g.add_input("x", DType::F32, {1, 24, 10, 12});
   auto bias = std::make_shared<TensorData>(DType::F32, Shape{1, 24, 1, 1});
@@ -29,14 +29,8 @@ TEST(CpuProfiler, VerifiesAndPricesChannelsLastHalideKernels) {
   ASSERT_TRUE(seconds.has_value());
   EXPECT_GT(*seconds, 0.0);
   EXPECT_EQ(profiler.stats().mismatches, 0);
-  std::vector<double> savings = profiler.link_savings(k);
-  ASSERT_EQ(savings.size(), 1 + k.inputs.size());
-  EXPECT_GE(savings[0], 0.0) << "the output can stay nhwc";
-  for (size_t i = 0; i < k.inputs.size(); ++i) {
-    if (k.inputs[i] == x) {
-      EXPECT_GE(savings[1 + i], 0.0) << "x can arrive nhwc";
-    }
-  }
+  // Its nhwc links are decided per kernel at run time; the BLP is offered none.
+  EXPECT_TRUE(profiler.link_savings(k).empty());
 }
 
 }  // namespace

@@ -49,6 +49,17 @@ LayoutLinks link_layouts(const PrimGraph& g, const std::vector<Kernel>& kernels,
   }
   std::vector<char> is_output(g.num_tensors(), 0);
   for (TensorId t : g.outputs()) is_output[t] = 1;
+  std::vector<int> producer_of(g.num_tensors(), -1);
+  for (size_t i = 0; i < kernels.size(); ++i) producer_of[kernels[i].output] = static_cast<int>(i);
+  auto link = [&](TensorId t) {
+    CompiledKernel& p = *compiled[producer_of[t]];
+    p.keep_output_layout();
+    for (auto [k, j] : readers[t]) compiled[k]->keep_input_layout(j);
+    links.linked[t] = 1;
+    links.bytes[t] = std::max(links.bytes[t], p.output_layout_bytes());
+    ++links.num_linked;
+  };
+  std::vector<TensorId> strided;  // links that involve a Halide kernel (layout_by_strides)
   // In execution order, so that a kernel's inputs are settled before its
   // output.
   for (size_t i = 0; i < kernels.size(); ++i) {
@@ -89,12 +100,44 @@ LayoutLinks link_layouts(const PrimGraph& g, const std::vector<Kernel>& kernels,
       }
     }
     if (!matches()) continue;
-    p.keep_output_layout();
-    for (auto [k, j] : rs) compiled[k]->keep_input_layout(j);
-    links.linked[t] = 1;
-    links.bytes[t] = std::max(links.bytes[t], p.output_layout_bytes());
-    ++links.num_linked;
+    if (by_strides) {
+      strided.push_back(t);  // settled below, once every oneDNN kernel has its layouts
+      continue;
+    }
+    link(t);
   }
+  // A Halide kernel reads and writes nhwc only when every one of its candidate tensors links: a
+  // kernel with some tensors nhwc and others dense would transpose through strided loads and
+  // stores (10x slower than its dense run on efficientvit_b1's hardswish kernels). Kernels with an
+  // unlinkable candidate drop all their links, until no such kernel is left.
+  auto still_matches = [&](TensorId t) {  // oneDNN kernels rebuilt after t was seen may have moved
+    const std::string& key = compiled[producer_of[t]]->output_layout();
+    return std::all_of(readers[t].begin(), readers[t].end(),
+                       [&](const std::pair<int, int>& r) { return compiled[r.first]->input_layout(r.second) == key; });
+  };
+  std::vector<char> candidate(g.num_tensors(), 0);
+  for (TensorId t : strided) candidate[t] = still_matches(t) ? 1 : 0;
+  auto candidate_tensors = [&](size_t i) {
+    std::vector<TensorId> ts;
+    for (size_t j = 0; j < kernels[i].inputs.size(); ++j)
+      if (!compiled[i]->input_layout(static_cast<int>(j)).empty()) ts.push_back(kernels[i].inputs[j]);
+    if (!compiled[i]->output_layout().empty()) ts.push_back(kernels[i].output);
+    return ts;
+  };
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t i = 0; i < kernels.size(); ++i) {
+      if (!compiled[i]->layout_by_strides()) continue;
+      std::vector<TensorId> ts = candidate_tensors(i);
+      bool complete = std::all_of(ts.begin(), ts.end(), [&](TensorId t) { return candidate[t] != 0; });
+      bool any = std::any_of(ts.begin(), ts.end(), [&](TensorId t) { return candidate[t] != 0; });
+      if (complete || !any) continue;
+      for (TensorId t : ts) candidate[t] = 0;
+      changed = true;
+    }
+  }
+  for (TensorId t : strided)
+    if (candidate[t]) link(t);
   return links;
 }
 

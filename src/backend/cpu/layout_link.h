@@ -12,7 +12,8 @@
 // plain nchw GEMM 1x1 convs, Halide's nhwc), the readers are rebuilt for the
 // producer's layout, or the producer for the readers', but only where oneDNN
 // still has a non-reference implementation, and never for a Halide kernel's sake
-// (such links form only where the oneDNN side already uses nhwc). Korch's Executor and the exported
+// (such links form only where the oneDNN side already uses nhwc, and only for a
+// Halide kernel all of whose candidate tensors link). Korch's Executor and the exported
 // package's runtime both call this; the package's ahead-of-time Halide kernels
 // are dense only, so there tensors next to them stay dense.
 // KORCH_LAYOUT_LINK=0 in the environment turns linking off, =exact links only
