@@ -8,6 +8,8 @@ APT_PACKAGES=(
   libonnx-dev libprotobuf-dev protobuf-compiler   # ONNX import
   libgtest-dev libcli11-dev nlohmann-json3-dev    # tests, command line, plan files
   coinor-libcbc-dev                               # the binary linear program (CBC)
+  libhalide14-0-dev                               # memory-bound kernels (Halide 14 JIT/AOT)
+  libsqlite3-dev                                  # the persistent profile cache
   libdnnl-dev ocl-icd-opencl-dev opencl-headers   # oneDNN (calibration, linear kernels)
   python3 python3-numpy python3-onnx python3-venv # conformance case generation (onnx 1.12)
   python3-torch python3-torchvision               # model export (torch 1.13)
