@@ -196,6 +196,7 @@ ImportedModel import_onnx_model(const onnx::ModelProto& model, const std::string
   }
   if (g.outputs().empty()) fail("the model has no outputs");
   result.graph = g.without_dead_code();
+  if (options.rewrite) result.graph = rewrite_graph(result.graph, &result.rewrites);
   verify_graph_or_throw(result.graph);
   return result;
 }

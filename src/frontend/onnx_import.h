@@ -1,12 +1,14 @@
 // ONNX import: parse a model file, bind static input shapes, load weights (including
 // external data), and run fission node by node into a PrimGraph. Constant subgraphs are
-// folded during fission; dead primitives are removed; the result is verified.
+// folded during fission; dead primitives are removed; algebraic rewrites run (src/rewrite);
+// the result is verified.
 #pragma once
 #include <map>
 #include <string>
 #include <vector>
 
 #include "ir/prim_graph.h"
+#include "rewrite/rewrite.h"
 
 namespace onnx {
 class ModelProto;
@@ -20,6 +22,8 @@ struct ImportOptions {
   // Graph inputs whose values are fixed at import: they become constants (and stop being
   // inputs), so operators that need static parameters (shapes, axes, pads) can use them.
   std::map<std::string, TensorData> bound_inputs;
+  // Algebraic rewrites (src/rewrite) after fission; KORCH_REWRITE=off turns the default off.
+  bool rewrite = rewrites_enabled_by_default();
 };
 
 struct ImportedModel {
@@ -29,6 +33,7 @@ struct ImportedModel {
   std::map<std::string, int> op_histogram;             // ONNX op_type -> count
   int64_t num_parameters = 0;                          // elements in floating-point initializers
   std::vector<std::string> input_names, output_names;  // graph inputs left unbound; outputs
+  RewriteStats rewrites;                               // what the algebraic rewrites changed
 };
 
 ImportedModel import_onnx_file(const std::string& path, const ImportOptions& options = {});

@@ -156,7 +156,15 @@ bool resize_taps(const Attrs& a, int64_t axis, int64_t rank, int64_t x, int64_t 
 }
 
 bool resize_axis_is_identity(const Attrs& a, int64_t axis, int64_t in_len, int64_t out_len) {
-  return in_len == out_len && a.floats("scales")[axis] == 1.0 && a.s("coord_mode") != "tf_crop_and_resize";
+  if (in_len != out_len || a.floats("scales")[axis] != 1.0) return false;
+  const std::string& cmode = a.s("coord_mode");
+  // At scale 1 these map output coordinate x onto input coordinate x exactly.
+  if (cmode == "half_pixel" || cmode == "pytorch_half_pixel" || cmode == "asymmetric" || cmode == "align_corners")
+    return true;
+  // tf_half_pixel_for_nearest maps x onto x + 0.5: only nearest rounding down returns x.
+  if (cmode == "tf_half_pixel_for_nearest")
+    return a.s("mode") == "nearest" && (a.s("nearest_mode") == "floor" || a.s("nearest_mode") == "round_prefer_floor");
+  return false;
 }
 
 namespace {

@@ -63,6 +63,9 @@ int run_inspect(const std::string& model_path, const std::vector<std::string>& s
     std::cout << "  " << std::left << std::setw(24) << prim_kind_name(static_cast<PrimKind>(k)) << by_kind[k] << "\n";
   std::cout << "primitives by op:\n";
   for (const auto& [op, n] : by_op) std::cout << "  " << std::left << std::setw(24) << op << n << "\n";
+  std::cout << "algebraic rewrites (" << m.rewrites.total()
+            << (rewrites_enabled_by_default() ? "" : ", KORCH_REWRITE=off") << "):\n";
+  for (const auto& [rule, n] : m.rewrites.fired) std::cout << "  " << std::left << std::setw(36) << rule << n << "\n";
   std::cout << "structural hash: " << std::hex << structural_hash(g) << std::dec << "\n";
   if (print) {
     std::cout << "\n";

@@ -1,0 +1,244 @@
+// Tests of the algebraic rewrites: each rule fires on its pattern, leaves look-alikes that it
+// must not touch alone, and the rewritten graph computes what the original did (reference
+// executor, random inputs and weights).
+#include "rewrite/rewrite.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+
+#include "onnx_builder.h"
+#include "reference/reference.h"
+
+namespace korch {
+namespace {
+
+using testing::random_tensor;
+
+TensorId weights(PrimGraph& g, const std::string& name, const Shape& shape, uint32_t seed) {
+  return g.add_constant(name, std::make_shared<const TensorData>(random_tensor(shape, seed)));
+}
+
+Attrs pointwise_conv_attrs() {
+  return Attrs()
+      .set("dilations", std::vector<int64_t>{1, 1})
+      .set("group", int64_t{1})
+      .set("pads", std::vector<int64_t>{0, 0, 0, 0})
+      .set("strides", std::vector<int64_t>{1, 1});
+}
+
+Attrs resize_attrs(const Shape& in, const Shape& out, const std::string& mode = "linear",
+                   const std::string& coord_mode = "half_pixel") {
+  std::vector<double> scales;
+  for (size_t i = 0; i < in.size(); ++i) scales.push_back(static_cast<double>(out[i]) / in[i]);
+  return Attrs()
+      .set("sizes", out)
+      .set("scales", scales)
+      .set("roi", std::vector<double>{0, 0, 0, 0, 1, 1, 1, 1})
+      .set("mode", mode)
+      .set("coord_mode", coord_mode)
+      .set("nearest_mode", std::string("floor"))
+      .set("cubic_coeff_a", -0.75)
+      .set("exclude_outside", int64_t{0})
+      .set("extrapolation_value", 0.0);
+}
+
+int count(const PrimGraph& g, PrimOp op) {
+  int n = 0;
+  for (const Primitive& p : g.prims()) n += p.op == op;
+  return n;
+}
+
+// Multiply-adds of every Conv and MatMul in g.
+double linear_macs(const PrimGraph& g) {
+  double macs = 0;
+  for (const Primitive& p : g.prims()) {
+    if (p.op == PrimOp::Conv) {
+      const Shape& w = g.tensor(p.inputs[1]).shape;
+      double per_output = 1;
+      for (size_t i = 1; i < w.size(); ++i) per_output *= w[i];
+      macs += per_output * num_elements(g.tensor(p.output).shape);
+    } else if (p.op == PrimOp::MatMul) {
+      const Shape& a = g.tensor(p.inputs[0]).shape;
+      macs += static_cast<double>(a.back()) * num_elements(g.tensor(p.output).shape);
+    }
+  }
+  return macs;
+}
+
+// Runs both graphs on the same random inputs; outputs agree to float rounding.
+void expect_same_values(const PrimGraph& before, const PrimGraph& after) {
+  ASSERT_EQ(before.inputs().size(), after.inputs().size());
+  std::vector<TensorData> inputs;
+  for (size_t i = 0; i < before.inputs().size(); ++i)
+    inputs.push_back(random_tensor(before.tensor(before.inputs()[i]).shape, 100 + static_cast<uint32_t>(i)));
+  std::vector<TensorData> want = reference::run_graph(before, inputs);
+  std::vector<TensorData> got = reference::run_graph(after, inputs);
+  ASSERT_EQ(want.size(), got.size());
+  for (size_t o = 0; o < want.size(); ++o) {
+    ASSERT_EQ(want[o].shape(), got[o].shape());
+    EXPECT_EQ(before.tensor(before.outputs()[o]).name, after.tensor(after.outputs()[o]).name);
+    double worst = 0;
+    for (int64_t i = 0; i < want[o].size(); ++i) {
+      double w = want[o].get_f64(i), g = got[o].get_f64(i);
+      worst = std::max(worst, std::abs(w - g) / (1e-3 + std::abs(w)));
+    }
+    EXPECT_LT(worst, 1e-4) << "output " << o;
+  }
+}
+
+// The SegFormer decode head in small: token-major MatMul projections per stage, turned
+// channel-major, resized to the first stage's size (identity for it), concatenated and
+// mixed by a pointwise Conv with bias, then ReLU.
+PrimGraph segformer_head(int64_t hidden = 16) {
+  PrimGraph g;
+  const std::vector<int64_t> channels = {8, 12, 20}, sides = {8, 4, 2};
+  std::vector<TensorId> resized;
+  for (size_t i = 0; i < channels.size(); ++i) {
+    int64_t c = channels[i], s = sides[i];
+    TensorId x = g.add_input("stage" + std::to_string(i), DType::F32, {1, s * s, c});
+    TensorId y = g.add_primitive(PrimOp::MatMul, {x, weights(g, "w" + std::to_string(i), {c, hidden}, 10 + i)}, {});
+    y = g.add_primitive(PrimOp::Add, {weights(g, "b" + std::to_string(i), {hidden}, 20 + i), y}, {});
+    y = g.add_primitive(PrimOp::Transpose, {y}, Attrs().set("perm", std::vector<int64_t>{0, 2, 1}));
+    y = g.add_primitive(PrimOp::Reshape, {y}, Attrs().set("shape", std::vector<int64_t>{1, hidden, s, s}));
+    resized.push_back(g.add_primitive(PrimOp::Resize, {y}, resize_attrs({1, hidden, s, s}, {1, hidden, 8, 8})));
+  }
+  TensorId cat = g.add_primitive(PrimOp::Concat, resized, Attrs().set("axis", int64_t{1}));
+  TensorId f =
+      g.add_primitive(PrimOp::Conv, {cat, weights(g, "fuse", {hidden, 3 * hidden, 1, 1}, 30)}, pointwise_conv_attrs());
+  f = g.add_primitive(PrimOp::Add, {f, weights(g, "fuse_bias", {1, hidden, 1, 1}, 31)}, {});
+  TensorId out = g.add_primitive(PrimOp::Relu, {f}, {}, kNone, "logits");
+  g.mark_output(out);
+  return g;
+}
+
+TEST(Rewrite, SegformerHeadRunsEveryRuleAndKeepsValues) {
+  PrimGraph before = segformer_head();
+  RewriteStats stats;
+  PrimGraph after = rewrite_graph(before, &stats);
+  EXPECT_EQ(stats.fired["remove_identity_resize"], 1);
+  EXPECT_EQ(stats.fired["split_pointwise_conv_over_concat"], 1);
+  EXPECT_EQ(stats.fired["commute_pointwise_conv_with_resize"], 2);
+  EXPECT_EQ(stats.fired["compose_channel_linear_maps"], 3);
+  EXPECT_EQ(count(after, PrimOp::Concat), 0);
+  EXPECT_EQ(count(after, PrimOp::Conv), 0);
+  EXPECT_EQ(count(after, PrimOp::Resize), 2);
+  EXPECT_EQ(count(after, PrimOp::MatMul), 3);
+  EXPECT_LT(linear_macs(after), linear_macs(before) / 4);
+  expect_same_values(before, after);
+  // A fixpoint: nothing more to do.
+  RewriteStats again;
+  rewrite_graph(after, &again);
+  EXPECT_EQ(again.total(), 0);
+}
+
+TEST(Rewrite, IdentityResizeOnlyWhenEveryCoordinateMapsToItself) {
+  for (const char* coord_mode :
+       {"half_pixel", "asymmetric", "align_corners", "pytorch_half_pixel", "tf_half_pixel_for_nearest"}) {
+    for (const char* mode : {"linear", "nearest"}) {
+      PrimGraph g;
+      TensorId x = g.add_input("x", DType::F32, {1, 2, 5, 5});
+      g.mark_output(
+          g.add_primitive(PrimOp::Resize, {x}, resize_attrs({1, 2, 5, 5}, {1, 2, 5, 5}, mode, coord_mode), kNone, "y"));
+      RewriteStats stats;
+      PrimGraph after = rewrite_graph(g, &stats);
+      // tf_half_pixel_for_nearest samples x + 0.5: linear interpolation averages neighbours.
+      bool identity = std::string(coord_mode) != "tf_half_pixel_for_nearest" || std::string(mode) == "nearest";
+      EXPECT_EQ(stats.fired["remove_identity_resize"], identity ? 1 : 0) << coord_mode << " " << mode;
+      EXPECT_EQ(count(after, PrimOp::Resize), identity ? 0 : 1);
+      // The output is still computed (a copy of the input) and keeps its name.
+      EXPECT_EQ(after.tensor(after.outputs()[0]).name, "y");
+      expect_same_values(g, after);
+    }
+  }
+}
+
+TEST(Rewrite, PointwiseConvCommutesWithEveryResizeMode) {
+  for (const char* mode : {"linear", "nearest", "cubic"}) {
+    PrimGraph g;
+    TensorId x = g.add_input("x", DType::F32, {1, 6, 3, 5});
+    TensorId up = g.add_primitive(PrimOp::Resize, {x}, resize_attrs({1, 6, 3, 5}, {1, 6, 7, 10}, mode));
+    g.mark_output(g.add_primitive(PrimOp::Conv, {up, weights(g, "w", {4, 6, 1, 1}, 3)}, pointwise_conv_attrs()));
+    RewriteStats stats;
+    PrimGraph after = rewrite_graph(g, &stats);
+    EXPECT_EQ(stats.fired["commute_pointwise_conv_with_resize"], 1) << mode;
+    EXPECT_EQ(after.tensor(after.prims()[0].output).shape, (Shape{1, 4, 3, 5}));  // the Conv runs first, small
+    expect_same_values(g, after);
+  }
+}
+
+TEST(Rewrite, LeavesLookAlikesAlone) {
+  // A Concat read twice stays (splitting would not remove it); a strided or 3x3 Conv does
+  // not commute with a Resize; a downsampling Resize is not worth moving below.
+  {
+    PrimGraph g;
+    TensorId a = g.add_input("a", DType::F32, {1, 4, 2, 2});
+    TensorId b = g.add_input("b", DType::F32, {1, 4, 4, 4});
+    TensorId up = g.add_primitive(PrimOp::Resize, {a}, resize_attrs({1, 4, 2, 2}, {1, 4, 4, 4}));
+    TensorId cat = g.add_primitive(PrimOp::Concat, {up, b}, Attrs().set("axis", int64_t{1}));
+    g.mark_output(g.add_primitive(PrimOp::Conv, {cat, weights(g, "w", {3, 8, 1, 1}, 1)}, pointwise_conv_attrs()));
+    g.mark_output(g.add_primitive(PrimOp::Relu, {cat}, {}));
+    RewriteStats stats;
+    rewrite_graph(g, &stats);
+    EXPECT_EQ(stats.total(), 0);
+  }
+  {
+    PrimGraph g;
+    TensorId a = g.add_input("a", DType::F32, {1, 4, 3, 3});
+    TensorId up = g.add_primitive(PrimOp::Resize, {a}, resize_attrs({1, 4, 3, 3}, {1, 4, 6, 6}));
+    Attrs strided = pointwise_conv_attrs().set("strides", std::vector<int64_t>{2, 2});
+    g.mark_output(g.add_primitive(PrimOp::Conv, {up, weights(g, "w", {3, 4, 1, 1}, 1)}, strided));
+    TensorId up2 = g.add_primitive(PrimOp::Resize, {a}, resize_attrs({1, 4, 3, 3}, {1, 4, 6, 6}));
+    Attrs padded = pointwise_conv_attrs().set("pads", std::vector<int64_t>{1, 1, 1, 1});
+    g.mark_output(g.add_primitive(PrimOp::Conv, {up2, weights(g, "w3", {3, 4, 3, 3}, 2)}, padded));
+    TensorId down = g.add_primitive(PrimOp::Resize, {a}, resize_attrs({1, 4, 3, 3}, {1, 4, 2, 2}));
+    g.mark_output(g.add_primitive(PrimOp::Conv, {down, weights(g, "w4", {3, 4, 1, 1}, 3)}, pointwise_conv_attrs()));
+    RewriteStats stats;
+    rewrite_graph(g, &stats);
+    EXPECT_EQ(stats.total(), 0);
+  }
+  {
+    // Composing a narrow bottleneck (64 -> 2 -> 64) would cost more than the two maps.
+    PrimGraph g;
+    TensorId x = g.add_input("x", DType::F32, {1, 4, 64});
+    TensorId y = g.add_primitive(PrimOp::MatMul, {x, weights(g, "w", {64, 2}, 1)}, {});
+    y = g.add_primitive(PrimOp::Transpose, {y}, Attrs().set("perm", std::vector<int64_t>{0, 2, 1}));
+    y = g.add_primitive(PrimOp::Reshape, {y}, Attrs().set("shape", std::vector<int64_t>{1, 2, 2, 2}));
+    g.mark_output(g.add_primitive(PrimOp::Conv, {y, weights(g, "f", {64, 2, 1, 1}, 2)}, pointwise_conv_attrs()));
+    RewriteStats stats;
+    rewrite_graph(g, &stats);
+    EXPECT_EQ(stats.total(), 0);
+  }
+}
+
+TEST(Rewrite, ComposesWithoutBiasAndWithBiasOnEitherSide) {
+  for (int bias : {0, 1, 2}) {
+    PrimGraph g;
+    TensorId x = g.add_input("x", DType::F32, {1, 6, 5});
+    TensorId y = g.add_primitive(PrimOp::MatMul, {x, weights(g, "w", {5, 8}, 1)}, {});
+    TensorId b = weights(g, "b", {1, 1, 8}, 2);
+    if (bias == 1) y = g.add_primitive(PrimOp::Add, {y, b}, {});
+    if (bias == 2) y = g.add_primitive(PrimOp::Add, {b, y}, {});
+    y = g.add_primitive(PrimOp::Transpose, {y}, Attrs().set("perm", std::vector<int64_t>{0, 2, 1}));
+    y = g.add_primitive(PrimOp::Reshape, {y}, Attrs().set("shape", std::vector<int64_t>{1, 8, 2, 3}));
+    g.mark_output(g.add_primitive(PrimOp::Conv, {y, weights(g, "f", {7, 8, 1, 1}, 3)}, pointwise_conv_attrs()));
+    RewriteStats stats;
+    PrimGraph after = rewrite_graph(g, &stats);
+    EXPECT_EQ(stats.fired["compose_channel_linear_maps"], 1) << bias;
+    EXPECT_EQ(count(after, PrimOp::Conv), 0);
+    expect_same_values(g, after);
+  }
+}
+
+TEST(Rewrite, EnvironmentSwitchesTheDefault) {
+  EXPECT_TRUE(rewrites_enabled_by_default() || std::getenv("KORCH_REWRITE"));
+  setenv("KORCH_REWRITE", "off", 1);
+  EXPECT_FALSE(rewrites_enabled_by_default());
+  setenv("KORCH_REWRITE", "on", 1);
+  EXPECT_TRUE(rewrites_enabled_by_default());
+  unsetenv("KORCH_REWRITE");
+}
+
+}  // namespace
+}  // namespace korch
