@@ -562,6 +562,16 @@ def build_export(args, korch_bin, work, model, plan, in_paths, korch_outs, out_n
     return argv + ["--serve"], info
 
 
+def machine_of(env):
+    """The facts of the environment that make timings comparable (same CPU, cores, ISA, memory)."""
+    return {k: env.get(k) for k in ("cpu", "cores", "cpus", "isa", "mem_gb")}
+
+
+def describe_machine(m):
+    return "%s, %s cores (%s logical CPUs), %s GB RAM; ISA: %s" % (m.get("cpu"), m.get("cores"), m.get("cpus"),
+                                                                   m.get("mem_gb"), m.get("isa"))
+
+
 def bench_model(args, name, korch_bin):
     case = name + ("_tiny" if args.quick else "")
     case_dir = os.path.join(args.cases, case)
@@ -570,7 +580,7 @@ def bench_model(args, name, korch_bin):
     res = {"model": name, "case": case, "case_dir": os.path.relpath(case_dir, REPO),
            "started": datetime.datetime.now().isoformat(timespec="seconds"),
            "load_before": [round(x, 2) for x in os.getloadavg()], "failures": [],
-           "korch_binary_sha256": args.korch_sha, "korch_commit": args.korch_commit}
+           "korch_binary_sha256": args.korch_sha, "korch_commit": args.korch_commit, "machine": args.machine}
     t_model = time.perf_counter()
     if not ensure_case(args, name, case, case_dir, res):
         res["failures"].append("export: " + res["export"]["error"])
@@ -1122,9 +1132,12 @@ def write_md(data, path, png_name):
         cc = "-"
         if ck and ck.get("pass") is not None:
             cc = "pass" if ck["pass"] else "**FAIL**" + (" (as ORT vs PyTorch)" if fp32_noise(m) else "")
-        w("| %s | %s | %s | %s |" % (m["case"], " | ".join(cells), " | ".join(spc), cc))
+        elsewhere = m.get("machine") and m["machine"] != machine_of(env)
+        w("| %s%s | %s | %s | %s |" % (m["case"], " (other machine)" if elsewhere else "", " | ".join(cells),
+                                       " | ".join(spc), cc))
     w("")
-    w("Speedup = peer median / korch median (> 1: korch is faster).")
+    w("Speedup = peer median / korch median (> 1: korch is faster). \"other machine\": merged from a run on "
+      "another machine (see its section); its speedups hold for that machine.")
     w("")
     write_export_md(data, w)
 
@@ -1144,7 +1157,11 @@ def write_md(data, path, png_name):
             w("**Measured with another korch build** than the one in the header (--merge): commit %s, binary "
               "sha256 %s." % (m.get("korch_commit"), m["korch_binary_sha256"]))
             w("")
-        elif "korch_binary_sha256" not in m and data.get("merged"):
+        if m.get("machine") and m["machine"] != machine_of(env):
+            w("**Measured on another machine** than the one in the header (--merge): %s; compare its engines "
+              "with each other, not with other models' figures." % describe_machine(m["machine"]))
+            w("")
+        if "korch_binary_sha256" not in m and data.get("merged"):
             w("Measured in an earlier run (--merge); its korch build was not recorded.")
             w("")
         if m.get("failures"):
@@ -1389,6 +1406,7 @@ def main(argv=None):
             "command": cmd, "load_before": [round(x, 2) for x in os.getloadavg()], "models": []}
     args.korch_sha = data["environment"]["korch_binary_sha256"]
     args.korch_commit = data["environment"]["korch_commit"]
+    args.machine = machine_of(data["environment"])
     log("load average before: %s" % data["load_before"])
     old = []
     if args.merge and os.path.exists(os.path.join(args.out_dir, "benchmarks.json")):
@@ -1398,6 +1416,7 @@ def main(argv=None):
         for m in old:  # which korch build measured it (older files have it only in the header)
             m.setdefault("korch_binary_sha256", prev.get("environment", {}).get("korch_binary_sha256"))
             m.setdefault("korch_commit", prev.get("environment", {}).get("korch_commit"))
+            m.setdefault("machine", machine_of(prev.get("environment", {})))
     for name in models:
         log("=== %s" % name)
         try:

@@ -5,6 +5,7 @@
 // nhwc activations through strides without changing the convolutions' layouts.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
@@ -39,12 +40,17 @@ struct Chain {
     current.push_back(g.tensor(t).producer);
     return t;
   }
-  TensorId constant(const Shape& s) {
-    return g.add_constant("c" + std::to_string(g.num_tensors()), std::make_shared<TensorData>(random_tensor(s, rng)));
+  TensorId constant(const Shape& s, float scale = 1) {
+    TensorData t = random_tensor(s, rng);
+    for (int64_t i = 0; i < t.size(); ++i) t.data<float>()[i] *= scale;
+    return g.add_constant("c" + std::to_string(g.num_tensors()), std::make_shared<TensorData>(std::move(t)));
   }
   TensorId conv(TensorId x, int64_t out_c, int64_t k, int64_t group = 1) {
     int64_t in_c = g.tensor(x).shape[1], p = k / 2;
-    TensorId w = constant({out_c, in_c / group, k, k});
+    // Weights scaled by 1/sqrt(fan-in) keep activations O(1) through the chain: with unscaled
+    // ones they grow ~10x per 32-channel 3x3 conv, and fp32 cancellation near zero outputs
+    // exceeds the tolerance for any summation order (seen with oneDNN's AVX2 kernels).
+    TensorId w = constant({out_c, in_c / group, k, k}, 1.0f / std::sqrt(static_cast<float>(in_c / group * k * k)));
     TensorId y = add(PrimOp::Conv, {x, w},
                      Attrs()
                          .set("strides", Ints{1, 1})
@@ -207,6 +213,16 @@ TEST(LayoutLink, HalideKernelsBetweenConvolutionsStayChannelsLast) {
   std::vector<TensorData> halide_dense = run_plan(c, inputs, "onednn", &onednn_only, &desc_onednn);
   std::vector<TensorData> plain = run_plan(c, inputs, "0", &unlinked, &desc_plain);
   std::cout << desc;
+  for (const std::vector<TensorData>* o : {&got, &halide_dense, &plain}) {
+    Comparison cmp = compare_tensors((*o)[0], expected[0], Tolerance{});
+    EXPECT_TRUE(cmp.pass) << "max abs " << cmp.max_abs_error << "\n" << desc;
+  }
+  // Halide kernels link only to nhwc convolutions. oneDNN picks nhwc for these 3x3 convs on
+  // AVX-512 CPUs; on AVX2 it picks a blocked layout (nChw8c), which Halide kernels do not read.
+  if (desc_plain.find(", nhwc)") == std::string::npos) {
+    EXPECT_EQ(desc.find("halide: channels-last"), std::string::npos) << desc;
+    GTEST_SKIP() << "oneDNN runs these convolutions in a blocked layout on this CPU: no nhwc links to check";
+  }
   // a and p: the instance-norm kernel links both its tensors. The SiLU kernel's output s goes to
   // the GEMM conv (dense), so the SiLU kernel stays dense (b too); so does the residual add (e
   // comes from the GEMM conv, so f stays dense): no kernel mixes nhwc and dense tensors.
@@ -224,10 +240,6 @@ TEST(LayoutLink, HalideKernelsBetweenConvolutionsStayChannelsLast) {
     return out;
   };
   EXPECT_EQ(cores(desc), cores(desc_onednn));
-  for (const std::vector<TensorData>* o : {&got, &halide_dense, &plain}) {
-    Comparison cmp = compare_tensors((*o)[0], expected[0], Tolerance{});
-    EXPECT_TRUE(cmp.pass) << "max abs " << cmp.max_abs_error << "\n" << desc;
-  }
 }
 
 }  // namespace

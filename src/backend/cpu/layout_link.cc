@@ -11,22 +11,24 @@ namespace korch::cpu {
 
 namespace {
 
-enum class Mode { kOff, kExact, kRelayout };
+// KORCH_LAYOUT_LINK: 0 = off, exact = only layouts that already match, onednn = rebuild
+// oneDNN kernels to match but keep Halide kernels dense, anything else = all links.
+enum class Mode { kOff, kExact, kRelayoutOnednnOnly, kRelayout };
 
 Mode mode() {
   const char* v = std::getenv("KORCH_LAYOUT_LINK");
   std::string s = v ? v : "";
   if (s == "0") return Mode::kOff;
   if (s == "exact") return Mode::kExact;
+  if (s == "onednn") return Mode::kRelayoutOnednnOnly;
   return Mode::kRelayout;
 }
 
 }  // namespace
 
 bool halide_layout_links_enabled() {
-  const char* v = std::getenv("KORCH_LAYOUT_LINK");
-  std::string s = v ? v : "";
-  return s != "0" && s != "onednn";
+  Mode m = mode();
+  return m == Mode::kExact || m == Mode::kRelayout;
 }
 
 LayoutLinks link_layouts(const PrimGraph& g, const std::vector<Kernel>& kernels,
@@ -59,6 +61,14 @@ LayoutLinks link_layouts(const PrimGraph& g, const std::vector<Kernel>& kernels,
     links.bytes[t] = std::max(links.bytes[t], p.output_layout_bytes());
     ++links.num_linked;
   };
+  // True when every reader of t runs after its producer and reads the producer's layout.
+  auto layouts_agree = [&](TensorId t) {
+    int producer = producer_of[t];
+    const std::string& key = compiled[producer]->output_layout();
+    return std::all_of(readers[t].begin(), readers[t].end(), [&](const std::pair<int, int>& r) {
+      return r.first > producer && compiled[r.first]->input_layout(r.second) == key;
+    });
+  };
   std::vector<TensorId> strided;  // links that involve a Halide kernel (layout_by_strides)
   // In execution order, so that a kernel's inputs are settled before its
   // output.
@@ -68,15 +78,10 @@ LayoutLinks link_layouts(const PrimGraph& g, const std::vector<Kernel>& kernels,
     if (producers[t] != 1 || is_output[t] || rs.empty()) continue;
     CompiledKernel& p = *compiled[i];
     if (p.output_layout().empty()) continue;
-    auto matches = [&] {
-      return std::all_of(rs.begin(), rs.end(), [&](const std::pair<int, int>& r) {
-        return r.first > static_cast<int>(i) && compiled[r.first]->input_layout(r.second) == p.output_layout();
-      });
-    };
     bool by_strides = p.layout_by_strides() || std::any_of(rs.begin(), rs.end(), [&](const std::pair<int, int>& r) {
                         return compiled[r.first]->layout_by_strides();
                       });
-    if (!matches() && m == Mode::kRelayout && !by_strides) {
+    if (!layouts_agree(t) && (m == Mode::kRelayout || m == Mode::kRelayoutOnednnOnly) && !by_strides) {
       // Readers that want another layout are rebuilt for the producer's, when
       // oneDNN keeps a non-reference implementation for all of them; else the
       // producer is rebuilt for the one layout its readers share.
@@ -99,7 +104,7 @@ LayoutLinks link_layouts(const PrimGraph& g, const std::vector<Kernel>& kernels,
         p.use_format(wanted, true);
       }
     }
-    if (!matches()) continue;
+    if (!layouts_agree(t)) continue;
     if (by_strides) {
       strided.push_back(t);  // settled below, once every oneDNN kernel has its layouts
       continue;
@@ -110,13 +115,8 @@ LayoutLinks link_layouts(const PrimGraph& g, const std::vector<Kernel>& kernels,
   // kernel with some tensors nhwc and others dense would transpose through strided loads and
   // stores (10x slower than its dense run on efficientvit_b1's hardswish kernels). Kernels with an
   // unlinkable candidate drop all their links, until no such kernel is left.
-  auto still_matches = [&](TensorId t) {  // oneDNN kernels rebuilt after t was seen may have moved
-    const std::string& key = compiled[producer_of[t]]->output_layout();
-    return std::all_of(readers[t].begin(), readers[t].end(),
-                       [&](const std::pair<int, int>& r) { return compiled[r.first]->input_layout(r.second) == key; });
-  };
   std::vector<char> candidate(g.num_tensors(), 0);
-  for (TensorId t : strided) candidate[t] = still_matches(t) ? 1 : 0;
+  for (TensorId t : strided) candidate[t] = layouts_agree(t) ? 1 : 0;  // oneDNN kernels rebuilt later may have moved
   auto candidate_tensors = [&](size_t i) {
     std::vector<TensorId> ts;
     for (size_t j = 0; j < kernels[i].inputs.size(); ++j)
