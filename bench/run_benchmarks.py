@@ -567,6 +567,11 @@ def machine_of(env):
     return {k: env.get(k) for k in ("cpu", "cores", "cpus", "isa", "mem_gb")}
 
 
+def measured_elsewhere(m, env):
+    """True for a merged model that a run on another machine measured."""
+    return bool(m.get("machine")) and m["machine"] != machine_of(env)
+
+
 def describe_machine(m):
     return "%s, %s cores (%s logical CPUs), %s GB RAM; ISA: %s" % (m.get("cpu"), m.get("cores"), m.get("cpus"),
                                                                    m.get("mem_gb"), m.get("isa"))
@@ -1132,8 +1137,8 @@ def write_md(data, path, png_name):
         cc = "-"
         if ck and ck.get("pass") is not None:
             cc = "pass" if ck["pass"] else "**FAIL**" + (" (as ORT vs PyTorch)" if fp32_noise(m) else "")
-        elsewhere = m.get("machine") and m["machine"] != machine_of(env)
-        w("| %s%s | %s | %s | %s |" % (m["case"], " (other machine)" if elsewhere else "", " | ".join(cells),
+        w("| %s%s | %s | %s | %s |" % (m["case"], " (other machine)" if measured_elsewhere(m, env) else "",
+                                       " | ".join(cells),
                                        " | ".join(spc), cc))
     w("")
     w("Speedup = peer median / korch median (> 1: korch is faster). \"other machine\": merged from a run on "
@@ -1157,7 +1162,7 @@ def write_md(data, path, png_name):
             w("**Measured with another korch build** than the one in the header (--merge): commit %s, binary "
               "sha256 %s." % (m.get("korch_commit"), m["korch_binary_sha256"]))
             w("")
-        if m.get("machine") and m["machine"] != machine_of(env):
+        if measured_elsewhere(m, env):
             w("**Measured on another machine** than the one in the header (--merge): %s; compare its engines "
               "with each other, not with other models' figures." % describe_machine(m["machine"]))
             w("")
