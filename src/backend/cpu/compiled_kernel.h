@@ -56,6 +56,10 @@ class CompiledKernel {
   // matches, and never rebuilds oneDNN kernels for it (nChw16c convolutions rebuilt for nhwc
   // ran up to 2x slower).
   virtual bool layout_by_strides() const { return false; }
+  // Forgets every kept layout (the kernel reads and writes dense buffers again, and may then
+  // use_format another format). false when the kernel cannot (oneDNN kernels: their reorders
+  // are gone once skipped).
+  virtual bool reset_to_dense() { return false; }
 };
 
 // Memory-bound kernels (no Linear primitive) as Halide 14 JIT pipelines.
@@ -66,26 +70,39 @@ std::unique_ptr<CompiledKernel> compile_halide_kernel(const PrimGraph& g, const 
 // The Halide target korch compiles for: HL_JIT_TARGET (default: host), minus features
 // Halide 14 wrongly infers for this CPU (AVX-VNNI on AVX512-VNNI CPUs without it).
 Halide::Target halide_target();
-// Which of a Halide kernel's tensors are stored channels-last (nhwc) instead of dense (nchw):
-// one flag per k.inputs entry and one for the output. Empty flags: all dense.
+// Which of a Halide kernel's tensors are stored in an activation layout of oneDNN's instead of
+// dense (nchw): one flag per k.inputs entry and one for the output, all in one `format`:
+// "nhwc" (channels last) or "nChw8c" / "nChw16c" (channels blocked by 8 / 16, the block
+// innermost; only for tensors whose channel count the block divides, so nothing is padded).
+// Empty flags: all dense.
 struct HalideLayouts {
-  std::vector<char> input_nhwc;
-  bool output_nhwc = false;
+  std::vector<char> inputs;
+  bool output = false;
+  std::string format = "nhwc";
   bool any() const;
 };
 bool build_halide_pipeline(const PrimGraph& g, const Kernel& k, const Halide::Target& target,
                            Halide::Pipeline* pipeline, std::vector<Halide::ImageParam>* params,
                            std::string* description, std::string* why_not, const HalideLayouts& layouts = {});
-// The tensors of a memory-bound kernel that can be linked in the channels-last layout: 4-D
-// float activations (not constants) with more than one channel and pixel, in a kernel made only
-// of primitives whose loops stay contiguous over channels (elementwise, broadcast, spatial
-// reductions, spatial pads and resizes). Flags as in HalideLayouts; nothing set when the kernel
-// has other primitives. Correctness never depends on it (Halide indexes through strides).
+// The tensors of a memory-bound kernel that can be linked in an activation layout: 4-D float
+// activations (not constants) with more than one channel and pixel, in a kernel made only of
+// primitives whose loops stay contiguous over channels (elementwise, broadcast, spatial
+// reductions, spatial pads and resizes). Flags as in HalideLayouts (format nhwc); nothing set
+// when the kernel has other primitives. Correctness never depends on it (Halide indexes through
+// strides).
 HalideLayouts channels_last_candidates(const PrimGraph& g, const Kernel& k);
-// oneDNN's layout key (CompiledKernel::output_layout) of a dense f32 tensor of `shape` stored nhwc.
-std::string nhwc_layout_key(const Shape& shape);
-// A 4-D tensor's values in nhwc order (to_nhwc) or back in nchw order (its shape stays [n, c, h, w]).
-TensorData permute_nhwc(const TensorData& t, bool to_nhwc);
+// The channel block of an activation format: 8 for nChw8c, 16 for nChw16c, 0 for nhwc, -1 for
+// formats Halide kernels do not take.
+int channel_block(const std::string& format);
+// The blocked activation format oneDNN picks for convolutions on this CPU (nChw16c with
+// AVX-512, else nChw8c).
+std::string native_blocked_format();
+// oneDNN's layout key (CompiledKernel::output_layout) of a dense f32 tensor of `shape` stored in
+// `format` (nhwc, nChw8c, nChw16c).
+std::string activation_layout_key(const Shape& shape, const std::string& format);
+// A 4-D tensor's values in `format`'s order (to_layout) or back in nchw order (its shape stays
+// [n, c, h, w]); blocked formats need the channel count to be a multiple of the block.
+TensorData permute_activation(const TensorData& t, const std::string& format, bool to_layout);
 // Number of schedule variants the backend can generate for a kernel (Kernel::schedule picks
 // one; 0 is the default). Profiling times every variant and keeps the fastest.
 int halide_schedule_variants(const PrimGraph& g, const Kernel& k);

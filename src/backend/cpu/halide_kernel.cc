@@ -6,8 +6,9 @@
 // The output is vectorised along its innermost dimension and parallelised over
 // its outermost non-unit dimension. Kernels of elementwise, broadcast, spatial
 // reduction, pad and resize primitives can read and write their 4-D activations
-// nhwc (oneDNN's layout between convolutions) through strides, with a schedule
-// that loops channels innermost; the values are the same as in the dense layout.
+// in oneDNN's layouts between convolutions, nhwc or channel-blocked (nChw8c,
+// nChw16c: a 5-D view), through strides, with a schedule that loops channels
+// innermost; the values are the same as in the dense layout.
 // Softplus (Log(Add(Exp(x), 1))) is computed as max(x, 0) + log1p(exp(-|x|)).
 // Halide runs its parallel loops on korch's OpenMP threads (custom do_par_for),
 // so oneDNN and Halide share one pool. Resize reads per-axis tables of the
@@ -74,16 +75,18 @@ int omp_do_par_for(Halide::JITUserContext* ctx, int (*f)(Halide::JITUserContext*
 // Builds the Funcs of one kernel.
 class Generator {
  public:
-  // channels_last: some tensors are stored nhwc; spatial reductions then become explicit Funcs
-  // (explicit_reductions()) that the channels-last schedule loops channels-innermost.
-  Generator(const PrimGraph& g, const Kernel& k, bool channels_last = false)
-      : g_(g), k_(k), channels_last_(channels_last) {}
+  // channels_last: some tensors are stored nhwc or channel-blocked; spatial reductions then
+  // become explicit Funcs (explicit_reductions()) that the channels-last schedule loops
+  // channels-innermost. input_blocks: the inputs stored channel-blocked, with their block; their
+  // ImageParams are 5-D (block, w, h, channel blocks, n) and read at (c % block, w, h, c / block, n).
+  Generator(const PrimGraph& g, const Kernel& k, bool channels_last = false, std::map<TensorId, int> input_blocks = {})
+      : g_(g), k_(k), channels_last_(channels_last), input_blocks_(std::move(input_blocks)) {}
 
   Func build() {
     for (size_t i = 0; i < k_.inputs.size(); ++i) {
       const TensorInfo& t = g_.tensor(k_.inputs[i]);
-      params_.emplace(k_.inputs[i],
-                      ImageParam(storage_type(t.dtype), static_cast<int>(t.shape.size()), "in" + std::to_string(i)));
+      int rank = input_blocks_.count(k_.inputs[i]) ? 5 : static_cast<int>(t.shape.size());
+      params_.emplace(k_.inputs[i], ImageParam(storage_type(t.dtype), rank, "in" + std::to_string(i)));
     }
     for (PrimId p : k_.prims) define(p);
     return funcs_.at(k_.output);
@@ -117,6 +120,11 @@ class Generator {
     auto f = funcs_.find(t);
     if (f != funcs_.end()) return rev.empty() ? f->second() : f->second(rev);
     ImageParam& p = params_.at(t);
+    auto blocked = input_blocks_.find(t);
+    if (blocked != input_blocks_.end()) {  // rev = (w, h, c, n)
+      Expr block = blocked->second;
+      return p(rev[2] % block, rev[0], rev[1], rev[2] / block, rev[3]);
+    }
     return rev.empty() ? p() : p(rev);
   }
   // Value of tensor t broadcast to an output of rank `out_rank` at `idx`.
@@ -624,6 +632,7 @@ class Generator {
   std::vector<Func> shared_;
   std::vector<Func> stencils_;
   bool channels_last_ = false;
+  std::map<TensorId, int> input_blocks_;
   std::vector<ExplicitReduction> explicit_reductions_;
   int consumers_inside(TensorId t) const {
     int n = 0;
@@ -637,26 +646,36 @@ class Generator {
   }
 };
 
-// Halide's dimensions (innermost first) of a 4-D tensor [n, c, h, w] stored nhwc.
-std::array<halide_dimension_t, 4> nhwc_dimensions(const Shape& s) {
+// Halide's dimensions (innermost first) of a 4-D tensor [n, c, h, w] stored in `format`: nhwc
+// keeps the 4 dimensions (w, h, c, n) with permuted strides; a channel-blocked format has 5
+// (c % block, w, h, c / block, n).
+std::vector<halide_dimension_t> layout_dimensions(const Shape& s, const std::string& format) {
   int n = static_cast<int>(s[0]), c = static_cast<int>(s[1]), h = static_cast<int>(s[2]), w = static_cast<int>(s[3]);
-  return {halide_dimension_t(0, w, c), halide_dimension_t(0, h, w * c), halide_dimension_t(0, c, 1),
-          halide_dimension_t(0, n, h * w * c)};
+  int block = channel_block(format);
+  KORCH_CHECK(block >= 0 && (block == 0 || c % block == 0), "no Halide layout ", format, " for ", shape_str(s));
+  if (block == 0)
+    return {halide_dimension_t(0, w, c), halide_dimension_t(0, h, w * c), halide_dimension_t(0, c, 1),
+            halide_dimension_t(0, n, h * w * c)};
+  return {halide_dimension_t(0, block, 1), halide_dimension_t(0, w, block), halide_dimension_t(0, h, w * block),
+          halide_dimension_t(0, c / block, h * w * block), halide_dimension_t(0, n, c * h * w)};
 }
 
-Halide::Buffer<> wrap(const TensorInfo& t, const void* data, bool nhwc = false) {
-  if (nhwc) {
-    std::array<halide_dimension_t, 4> d = nhwc_dimensions(t.shape);
-    return Halide::Buffer<>(storage_type(t.dtype), const_cast<void*>(data), 4, d.data());
+// A kernel buffer over `data`: dense, or (in_layout) stored in `format`.
+Halide::Buffer<> wrap(const TensorInfo& t, const void* data, bool in_layout = false, const std::string& format = "") {
+  if (in_layout) {
+    std::vector<halide_dimension_t> d = layout_dimensions(t.shape, format);
+    return Halide::Buffer<>(storage_type(t.dtype), const_cast<void*>(data), static_cast<int>(d.size()), d.data());
   }
   std::vector<int> dims(t.shape.rbegin(), t.shape.rend());
   return Halide::Buffer<>(storage_type(t.dtype), const_cast<void*>(data), dims);
 }
 
 // A JIT-compiled Halide kernel. Its channels-last candidates (channels_last_candidates) take
-// part in layout linking like oneDNN's activations: each reports the nhwc layout, and a tensor
-// that link_layouts keeps in it is read or written through nhwc strides. The pipeline is
-// rebuilt (once, on the next run) for the kept layouts; nothing is ever reordered.
+// part in layout linking like oneDNN's activations: each reports its layout in the kernel's one
+// format (nhwc unless use_format chose nChw8c / nChw16c, oneDNN's blocked layouts), and a tensor
+// that link_layouts keeps in it is read or written through strides (a 5-D view for the blocked
+// ones). The pipeline is rebuilt (once, on the next run) for the kept layouts; nothing is ever
+// reordered.
 class HalideKernel : public CompiledKernel {
  public:
   HalideKernel(const PrimGraph& g, const Kernel& k, const Halide::Target& target, Halide::Pipeline pipeline,
@@ -670,46 +689,68 @@ class HalideKernel : public CompiledKernel {
         candidates_(halide_layout_links_enabled() ? channels_last_candidates(g, k) : HalideLayouts{}) {
     for (TensorId t : k.inputs) inputs_.push_back(g.tensor(t));
     output_ = g.tensor(k.output);
-    kept_.input_nhwc.assign(k.inputs.size(), 0);
-    candidates_.input_nhwc.resize(k.inputs.size(), 0);
+    kept_.inputs.assign(k.inputs.size(), 0);
+    candidates_.inputs.resize(k.inputs.size(), 0);
   }
   void run(const std::vector<const void*>& inputs, void* output) override {
     if (stale_) rebuild();
-    for (size_t i = 0; i < params_.size(); ++i) params_[i].set(wrap(inputs_[i], inputs[i], kept_.input_nhwc[i]));
-    Halide::Buffer<> out = wrap(output_, output, kept_.output_nhwc);
+    for (size_t i = 0; i < params_.size(); ++i)
+      params_[i].set(wrap(inputs_[i], inputs[i], kept_.inputs[i], kept_.format));
+    Halide::Buffer<> out = wrap(output_, output, kept_.output, kept_.format);
     pipeline_.realize(Halide::Realization({out}));
   }
   std::string describe() const override {
     std::string kept;
-    for (char c : kept_.input_nhwc)
+    for (char c : kept_.inputs)
       if (c) kept = "in";
-    if (kept_.output_nhwc) kept += kept.empty() ? "out" : "/out";
-    return kept.empty() ? description_ : description_ + " [nhwc " + kept + " kept]";
+    if (kept_.output) kept += kept.empty() ? "out" : "/out";
+    return kept.empty() ? description_ : description_ + " [" + kept_.format + " " + kept + " kept]";
   }
 
-  std::string output_layout() const override { return candidates_.output_nhwc ? nhwc_layout_key(output_.shape) : ""; }
-  int64_t output_layout_bytes() const override { return candidates_.output_nhwc ? dense_bytes(output_) : 0; }
+  std::string output_layout() const override {
+    return candidates_.output ? activation_layout_key(output_.shape, candidates_.format) : "";
+  }
+  int64_t output_layout_bytes() const override { return candidates_.output ? dense_bytes(output_) : 0; }
   std::string input_layout(int input) const override {
-    return candidates_.input_nhwc.at(input) ? nhwc_layout_key(inputs_[input].shape) : "";
+    return candidates_.inputs.at(input) ? activation_layout_key(inputs_[input].shape, candidates_.format) : "";
   }
   int64_t input_layout_bytes(int input) const override {
-    return candidates_.input_nhwc.at(input) ? dense_bytes(inputs_[input]) : 0;
+    return candidates_.inputs.at(input) ? dense_bytes(inputs_[input]) : 0;
   }
   void keep_input_layout(int input) override {
-    KORCH_CHECK(candidates_.input_nhwc.at(input), "input ", input, " of a Halide kernel cannot be read nhwc");
-    if (!kept_.input_nhwc[input]) stale_ = true;
-    kept_.input_nhwc[input] = 1;
+    KORCH_CHECK(candidates_.inputs.at(input), "input ", input, " of a Halide kernel cannot be linked");
+    if (!kept_.inputs[input]) stale_ = true;
+    kept_.inputs[input] = 1;
   }
   void keep_output_layout() override {
-    KORCH_CHECK(candidates_.output_nhwc, "the Halide kernel's output cannot be written nhwc");
-    if (!kept_.output_nhwc) stale_ = true;
-    kept_.output_nhwc = true;
+    KORCH_CHECK(candidates_.output, "the Halide kernel's output cannot be linked");
+    if (!kept_.output) stale_ = true;
+    kept_.output = true;
   }
-  std::string output_format() const override { return candidates_.output_nhwc ? "nhwc" : ""; }
-  std::string input_format(int input) const override { return candidates_.input_nhwc.at(input) ? "nhwc" : ""; }
-  // Each tensor's layout is nhwc or dense, fixed by the candidates: no other format to switch to.
-  bool use_format(const std::string& /*format*/, bool /*apply*/) override { return false; }
+  std::string output_format() const override { return candidates_.output ? candidates_.format : ""; }
+  std::string input_format(int input) const override { return candidates_.inputs.at(input) ? candidates_.format : ""; }
+  // Switches every candidate tensor to `format` (nhwc, nChw8c, nChw16c) while none is kept in
+  // another one; blocked formats need every candidate's channel count to be a multiple of the
+  // block. The pipeline is rebuilt when a tensor is kept.
+  bool use_format(const std::string& format, bool apply) override {
+    int block = channel_block(format);
+    if (block < 0 || !candidates_.any()) return false;
+    if (format == candidates_.format) return true;
+    if (kept_.any()) return false;
+    auto divisible = [&](const TensorInfo& t) { return block == 0 || t.shape[1] % block == 0; };
+    for (size_t i = 0; i < inputs_.size(); ++i)
+      if (candidates_.inputs[i] && !divisible(inputs_[i])) return false;
+    if (candidates_.output && !divisible(output_)) return false;
+    if (apply) candidates_.format = kept_.format = format;
+    return true;
+  }
   bool layout_by_strides() const override { return true; }
+  bool reset_to_dense() override {
+    if (kept_.any()) stale_ = true;
+    kept_.inputs.assign(kept_.inputs.size(), 0);
+    kept_.output = false;
+    return true;
+  }
 
  private:
   static int64_t dense_bytes(const TensorInfo& t) {
@@ -718,7 +759,7 @@ class HalideKernel : public CompiledKernel {
   void rebuild() {
     std::string why;
     KORCH_CHECK(build_halide_pipeline(*graph_, kernel_, target_, &pipeline_, &params_, &description_, &why, kept_),
-                "Halide kernel for the kept channels-last layouts: ", why);
+                "Halide kernel for the kept ", kept_.format, " layouts: ", why);
     pipeline_.jit_handlers().custom_do_par_for = omp_do_par_for;
     pipeline_.compile_jit(target_);
     stale_ = false;
@@ -730,8 +771,8 @@ class HalideKernel : public CompiledKernel {
   Halide::Pipeline pipeline_;
   std::vector<ImageParam> params_;
   std::string description_;
-  HalideLayouts candidates_;  // what may be kept nhwc
-  HalideLayouts kept_;        // what is
+  HalideLayouts candidates_;  // what may be linked, and in which format
+  HalideLayouts kept_;        // what is (same format)
   bool stale_ = false;        // the pipeline is not built for kept_ yet
   std::vector<TensorInfo> inputs_;
   TensorInfo output_;
@@ -832,50 +873,20 @@ OutputSchedule schedule_output(Func& f, const Shape& shape, int vector, bool til
   return s;
 }
 
-// The schedule when some tensors are stored nhwc (channels_last_candidates' kernels): a 4-D
-// output written nhwc, or with one pixel per channel, loops channels innermost (vectorised) and
-// runs its rows in parallel; a dense 4-D output keeps vectorised rows (its nhwc inputs are then
-// read with a stride: a transpose). Spatial reductions are computed up front, channels innermost
-// inside their pixel loops, chunks of channels in parallel. Returns the description.
-std::string schedule_channels_last(Func& out, const Shape& shape, int vector, bool output_nhwc, const Generator& gen) {
-  auto width_for = [&](int64_t extent) { return extent >= vector ? vector : extent >= 8 && vector > 8 ? 8 : 0; };
-  std::string text = "channels-last";
-  std::vector<Var> v = out.args();
-  if (shape.size() == 4) {
-    bool channels_inner = output_nhwc || shape[2] * shape[3] == 1;
-    Var w = v[0], h = v[1], c = v[2], n = v[3];
-    if (channels_inner) {
-      out.reorder(c, w, h, n);
-      if (int width = width_for(shape[1])) {
-        out.vectorize(c, width, Halide::TailStrategy::GuardWithIf);
-        text += ", channels vectorized " + std::to_string(width);
-      }
-      if (shape[2] > 1) {
-        out.parallel(h);
-        text += ", parallel rows";
-      }
-    } else {
-      if (int width = width_for(shape[3])) out.vectorize(w, width, Halide::TailStrategy::GuardWithIf);
-      out.parallel(c);
-      text += ", dense output rows, parallel channels";
-    }
-  } else if (!v.empty()) {
-    if (int width = width_for(shape.back())) out.vectorize(v[0], width, Halide::TailStrategy::GuardWithIf);
-  }
+// Spatial reductions and windows of a channels-last kernel, computed up front: channels
+// innermost (vectors of `width` channels, 0: none) inside their pixel loops, chunks of channels
+// in parallel.
+void schedule_channel_reductions(const Generator& gen, int64_t channels, int width) {
   for (Func f : gen.materialised()) {
     f.compute_root();
     std::vector<Var> a = f.args();
-    if (a.size() >= 2)
-      if (int width = width_for(shape.size() >= 2 ? shape[1] : 1))
-        f.vectorize(a[a.size() - 2], width, Halide::TailStrategy::GuardWithIf);
+    if (a.size() >= 2 && width) f.vectorize(a[a.size() - 2], width, Halide::TailStrategy::GuardWithIf);
   }
   // Each reduction is stored once (a wrapper computed root, chunks of channels in parallel) and
   // accumulated per chunk in a one-vector buffer that LLVM keeps in registers: accumulating
   // straight into the root buffer was 6x slower (a load, add and store per pixel through memory).
   for (const Generator::ExplicitReduction& r : gen.explicit_reductions()) {
     Func f = r.func;
-    int64_t channels = shape.size() >= 2 ? shape[1] : 1;
-    int width = width_for(channels);
     Func root = f.in();
     root.compute_root();
     std::vector<Var> ra = root.args();
@@ -901,6 +912,52 @@ std::string schedule_channels_last(Func& out, const Shape& shape, int vector, bo
     update.reorder(order);
     if (width) update.vectorize(c, width, Halide::TailStrategy::GuardWithIf);
   }
+}
+
+// The schedule when some tensors are stored nhwc (channels_last_candidates' kernels): a 4-D
+// output written nhwc, or with one pixel per channel, loops channels innermost (vectorised) and
+// runs its rows in parallel; a dense 4-D output keeps vectorised rows (its nhwc inputs are then
+// read with a stride: a transpose). Spatial reductions as schedule_channel_reductions. `width`:
+// the channel vector (0: channels not vectorised). Returns the description.
+std::string schedule_channels_last(Func& out, const Shape& shape, int vector, int width, bool output_nhwc,
+                                   const Generator& gen) {
+  auto width_for = [&](int64_t extent) { return extent >= vector ? vector : extent >= 8 && vector > 8 ? 8 : 0; };
+  std::string text = "channels-last";
+  std::vector<Var> v = out.args();
+  if (shape.size() == 4) {
+    bool channels_inner = output_nhwc || shape[2] * shape[3] == 1;
+    Var w = v[0], h = v[1], c = v[2], n = v[3];
+    if (channels_inner) {
+      out.reorder(c, w, h, n);
+      if (width) {
+        out.vectorize(c, width, Halide::TailStrategy::GuardWithIf);
+        text += ", channels vectorized " + std::to_string(width);
+      }
+      if (shape[2] > 1) {
+        out.parallel(h);
+        text += ", parallel rows";
+      }
+    } else {
+      if (int w_width = width_for(shape[3])) out.vectorize(w, w_width, Halide::TailStrategy::GuardWithIf);
+      out.parallel(c);
+      text += ", dense output rows, parallel channels";
+    }
+  } else if (!v.empty()) {
+    if (int w_width = width_for(shape.back())) out.vectorize(v[0], w_width, Halide::TailStrategy::GuardWithIf);
+  }
+  schedule_channel_reductions(gen, shape.size() >= 2 ? shape[1] : 1, width);
+  if (!gen.explicit_reductions().empty()) text += ", reductions compute_root channels innermost";
+  return text;
+}
+
+// The schedule of an output written channel-blocked (5-D, block innermost): one vector per
+// block of channels, the rows of every channel block in parallel. Returns the description.
+std::string schedule_blocked_output(Func& out, int block, const Generator& gen, int64_t channels) {
+  std::vector<Var> v = out.args();  // (c % block, w, h, c / block, n)
+  Var rows("block_rows");
+  out.vectorize(v[0], block).fuse(v[2], v[3], rows).parallel(rows);
+  std::string text = str_cat("nChw", block, "c, one vector per channel block, parallel rows");
+  schedule_channel_reductions(gen, channels, block);
   if (!gen.explicit_reductions().empty()) text += ", reductions compute_root channels innermost";
   return text;
 }
@@ -1025,10 +1082,20 @@ bool halide_supports(const PrimGraph& g, const Kernel& k, std::string* why_not) 
   return false;
 }
 
-TensorData permute_nhwc(const TensorData& t, bool to_nhwc) {
+int channel_block(const std::string& format) {
+  if (format == "nhwc") return 0;
+  if (format == "nChw8c") return 8;
+  if (format == "nChw16c") return 16;
+  return -1;
+}
+
+TensorData permute_activation(const TensorData& t, const std::string& format, bool to_layout) {
   const Shape& s = t.shape();
-  KORCH_CHECK(s.size() == 4, "permute_nhwc of a ", s.size(), "-D tensor");
+  KORCH_CHECK(s.size() == 4, "permute_activation of a ", s.size(), "-D tensor");
   int64_t n = s[0], c = s[1], h = s[2], w = s[3];
+  int64_t block = channel_block(format);
+  KORCH_CHECK(block >= 0 && (block == 0 || c % block == 0), "permute_activation: no layout ", format, " for ",
+              shape_str(s));
   TensorData r(t.dtype(), s);
   size_t bytes = dtype_size(t.dtype());
   const char* src = static_cast<const char*>(t.raw());
@@ -1037,14 +1104,16 @@ TensorData permute_nhwc(const TensorData& t, bool to_nhwc) {
     for (int64_t ic = 0; ic < c; ++ic)
       for (int64_t ih = 0; ih < h; ++ih)
         for (int64_t iw = 0; iw < w; ++iw) {
-          int64_t nchw = ((in * c + ic) * h + ih) * w + iw, nhwc = ((in * h + ih) * w + iw) * c + ic;
-          std::memcpy(dst + (to_nhwc ? nhwc : nchw) * bytes, src + (to_nhwc ? nchw : nhwc) * bytes, bytes);
+          int64_t nchw = ((in * c + ic) * h + ih) * w + iw;
+          int64_t stored = block == 0 ? ((in * h + ih) * w + iw) * c + ic
+                                      : (((in * (c / block) + ic / block) * h + ih) * w + iw) * block + ic % block;
+          std::memcpy(dst + (to_layout ? stored : nchw) * bytes, src + (to_layout ? nchw : stored) * bytes, bytes);
         }
   return r;
 }
 
 bool HalideLayouts::any() const {
-  return output_nhwc || std::any_of(input_nhwc.begin(), input_nhwc.end(), [](char c) { return c != 0; });
+  return output || std::any_of(inputs.begin(), inputs.end(), [](char c) { return c != 0; });
 }
 
 HalideLayouts channels_last_candidates(const PrimGraph& g, const Kernel& k) {
@@ -1077,8 +1146,8 @@ HalideLayouts channels_last_candidates(const PrimGraph& g, const Kernel& k) {
            info.shape[2] * info.shape[3] > 1;
   };
   HalideLayouts l;
-  for (TensorId t : k.inputs) l.input_nhwc.push_back(linkable(t) ? 1 : 0);
-  l.output_nhwc = linkable(k.output);
+  for (TensorId t : k.inputs) l.inputs.push_back(linkable(t) ? 1 : 0);
+  l.output = linkable(k.output);
   return l.any() ? l : none;
 }
 
@@ -1091,20 +1160,42 @@ bool build_halide_pipeline(const PrimGraph& g, const Kernel& k, const Halide::Ta
   }
   try {
     bool channels_last = layouts.any();
-    Generator gen(g, k, channels_last);
+    int block = channels_last ? channel_block(layouts.format) : 0;
+    if (block < 0) throw Unsupported{str_cat("activation layout ", layouts.format)};
+    std::map<TensorId, int> input_blocks;
+    for (size_t i = 0; i < k.inputs.size() && block > 0; ++i)
+      if (i < layouts.inputs.size() && layouts.inputs[i]) input_blocks[k.inputs[i]] = block;
+    Generator gen(g, k, channels_last, input_blocks);
     Func out = gen.build();
     int vector = std::max(4, target.natural_vector_size(storage_type(g.tensor(k.output).dtype)));
     if (channels_last) {
-      // Strides of the tensors stored nhwc (constants: Halide folds them into the addressing).
-      auto set_nhwc = [](Halide::OutputImageParam p, const Shape& shape) {
-        std::array<halide_dimension_t, 4> d = nhwc_dimensions(shape);
-        for (int i = 0; i < 4; ++i) p.dim(i).set_bounds(0, d[i].extent).set_stride(d[i].stride);
+      // Strides of the tensors stored in the layout (constants: Halide folds them into the
+      // addressing).
+      auto set_layout = [&](Halide::OutputImageParam p, const Shape& shape) {
+        std::vector<halide_dimension_t> d = layout_dimensions(shape, layouts.format);
+        for (size_t i = 0; i < d.size(); ++i)
+          p.dim(static_cast<int>(i)).set_bounds(0, d[i].extent).set_stride(d[i].stride);
       };
       for (size_t i = 0; i < k.inputs.size(); ++i)
-        if (i < layouts.input_nhwc.size() && layouts.input_nhwc[i])
-          set_nhwc(gen.params().at(k.inputs[i]), g.tensor(k.inputs[i]).shape);
-      if (layouts.output_nhwc) set_nhwc(out.output_buffer(), g.tensor(k.output).shape);
-      std::string text = schedule_channels_last(out, g.tensor(k.output).shape, vector, layouts.output_nhwc, gen);
+        if (i < layouts.inputs.size() && layouts.inputs[i])
+          set_layout(gen.params().at(k.inputs[i]), g.tensor(k.inputs[i]).shape);
+      const Shape& shape = g.tensor(k.output).shape;
+      int64_t channels = shape.size() >= 2 ? shape[1] : 1;
+      std::string text;
+      if (block > 0 && layouts.output) {
+        Var ci("ci"), w("w"), h("h"), cb("cb"), n("n");
+        Func blocked("blocked_output");
+        blocked(ci, w, h, cb, n) = out(w, h, cb * block + ci, n);
+        set_layout(blocked.output_buffer(), shape);
+        text = schedule_blocked_output(blocked, block, gen, channels);
+        out = blocked;
+      } else {
+        // Blocked inputs are read a whole block of channels per vector.
+        int width = block > 0 ? block : channels >= vector ? vector : channels >= 8 && vector > 8 ? 8 : 0;
+        if (layouts.output) set_layout(out.output_buffer(), shape);
+        text = schedule_channels_last(out, shape, vector, width, layouts.output, gen);
+        if (block > 0) text += str_cat(", nChw", block, "c inputs");
+      }
       *pipeline = Halide::Pipeline(out);
       params->clear();
       for (TensorId t : k.inputs) params->push_back(gen.params().at(t));

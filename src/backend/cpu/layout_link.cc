@@ -69,6 +69,43 @@ LayoutLinks link_layouts(const PrimGraph& g, const std::vector<Kernel>& kernels,
       return r.first > producer && compiled[r.first]->input_layout(r.second) == key;
     });
   };
+  // Halide kernels take the format of their oneDNN neighbours (nhwc or oneDNN's channel-blocked
+  // one), each kernel one format: the first tensor that needs a format fixes its kernel's.
+  std::vector<char> format_fixed(kernels.size(), 0);
+  auto adapt_halide_kernels = [&](TensorId t) {
+    int producer = producer_of[t];
+    std::vector<int> sides = {producer};
+    for (auto [k, j] : readers[t]) sides.push_back(k);
+    // The format: the oneDNN producer's, or the one its oneDNN readers share, or the Halide
+    // producer's when all readers are Halide kernels.
+    std::string format;
+    if (!compiled[producer]->layout_by_strides()) {
+      format = compiled[producer]->output_format();
+    } else {
+      for (auto [k, j] : readers[t]) {
+        if (compiled[k]->layout_by_strides()) continue;
+        std::string f = compiled[k]->input_format(j);
+        if (f.empty() || (!format.empty() && f != format)) return;
+        format = f;
+      }
+      if (format.empty()) format = compiled[producer]->output_format();
+    }
+    if (format.empty()) return;
+    std::vector<int> to_switch;
+    for (int k : sides) {
+      if (!compiled[k]->layout_by_strides()) continue;
+      bool same = k == producer ? compiled[k]->output_format() == format
+                                : std::all_of(readers[t].begin(), readers[t].end(), [&](const std::pair<int, int>& r) {
+                                    return r.first != k || compiled[k]->input_format(r.second) == format;
+                                  });
+      if (same) continue;
+      if (format_fixed[k] || !compiled[k]->use_format(format, false)) return;
+      to_switch.push_back(k);
+    }
+    for (int k : sides)
+      if (compiled[k]->layout_by_strides()) format_fixed[k] = 1;
+    for (int k : to_switch) compiled[k]->use_format(format, true);
+  };
   std::vector<TensorId> strided;  // links that involve a Halide kernel (layout_by_strides)
   // In execution order, so that a kernel's inputs are settled before its
   // output.
@@ -81,6 +118,7 @@ LayoutLinks link_layouts(const PrimGraph& g, const std::vector<Kernel>& kernels,
     bool by_strides = p.layout_by_strides() || std::any_of(rs.begin(), rs.end(), [&](const std::pair<int, int>& r) {
                         return compiled[r.first]->layout_by_strides();
                       });
+    if (by_strides && m == Mode::kRelayout) adapt_halide_kernels(t);
     if (!layouts_agree(t) && (m == Mode::kRelayout || m == Mode::kRelayoutOnednnOnly) && !by_strides) {
       // Readers that want another layout are rebuilt for the producer's, when
       // oneDNN keeps a non-reference implementation for all of them; else the

@@ -1,24 +1,27 @@
 // Layout linking: lets consecutive kernels hand each other activations in
-// oneDNN's internal layout (nhwc, nChw16c, ...) instead of reordering to a
-// dense buffer and back. Producers and readers are oneDNN kernels, and Halide
+// oneDNN's internal layout (nhwc, nChw8c, nChw16c, ...) instead of reordering to
+// a dense buffer and back. Producers and readers are oneDNN kernels, and Halide
 // kernels for their channels-last candidates (4-D activations they read and
-// write nhwc through strides; channels_last_candidates). Guarantees: a tensor
-// is linked only when its producer writes an internal layout, it is not a graph
-// output, it has at least one consumer, and every consumer reads it (in every
-// role, binary post-op operands included) through exactly that layout.
-// Everything else (graph inputs and outputs, constants, tensors read by a kernel
-// that cannot take the layout, reference kernels) stays dense. Where the
-// producer and a reader pick different layouts (brgconv nhwc vs jit nChw16c,
-// plain nchw GEMM 1x1 convs, Halide's nhwc), the readers are rebuilt for the
-// producer's layout, or the producer for the readers', but only where oneDNN
-// still has a non-reference implementation, and never for a Halide kernel's sake
-// (such links form only where the oneDNN side already uses nhwc, and only for a
-// Halide kernel all of whose candidate tensors link). Korch's Executor and the exported
-// package's runtime both call this; the package's ahead-of-time Halide kernels
-// are dense only, so there tensors next to them stay dense.
+// write nhwc or channel-blocked through strides; channels_last_candidates).
+// Guarantees: a tensor is linked only when its producer writes an internal
+// layout, it is not a graph output, it has at least one consumer, and every
+// consumer reads it (in every role, binary post-op operands included) through
+// exactly that layout. Everything else (graph inputs and outputs, constants,
+// tensors read by a kernel that cannot take the layout, reference kernels)
+// stays dense. Where the producer and a reader pick different layouts (brgconv
+// nhwc vs jit nChw16c, plain nchw GEMM 1x1 convs), the oneDNN readers are
+// rebuilt for the producer's layout, or the producer for the readers', but only
+// where oneDNN still has a non-reference implementation. A Halide kernel takes
+// its oneDNN neighbours' format instead (one format per Halide kernel, fixed by
+// the first tensor that needs one); oneDNN kernels are never rebuilt for a
+// Halide kernel's sake, and a Halide kernel links only when all its candidate
+// tensors link. Korch's Executor and the exported package's runtime both call
+// this; the package's ahead-of-time Halide kernels are dense only, so there
+// tensors next to them stay dense.
 // KORCH_LAYOUT_LINK=0 in the environment turns linking off, =exact links only
-// tensors whose layouts already match (no rebuilding), =onednn links only
-// between oneDNN kernels (Halide kernels stay dense); all are for A/B timing.
+// tensors whose layouts already match (no rebuilding, Halide kernels stay nhwc),
+// =onednn links only between oneDNN kernels (Halide kernels stay dense); all
+// are for A/B timing.
 #pragma once
 #include <cstdint>
 #include <memory>

@@ -1221,9 +1221,19 @@ bool OnednnKernel::use_format(const std::string& format, bool apply) {
 
 }  // namespace
 
-std::string nhwc_layout_key(const Shape& shape) {
-  KORCH_CHECK(shape.size() == 4, "nhwc_layout_key of a ", shape.size(), "-D shape");
-  return layout_key(MD(Dims(shape.begin(), shape.end()), memory::data_type::f32, memory::format_tag::nhwc));
+std::string activation_layout_key(const Shape& shape, const std::string& format) {
+  KORCH_CHECK(shape.size() == 4, "activation_layout_key of a ", shape.size(), "-D shape");
+  std::optional<memory::format_tag> tag = format_tag_of(format);
+  KORCH_CHECK(tag.has_value(), "activation_layout_key: unknown format ", format);
+  return layout_key(MD(Dims(shape.begin(), shape.end()), memory::data_type::f32, *tag));
+}
+
+std::string native_blocked_format() {
+  dnnl::cpu_isa isa = dnnl::get_effective_cpu_isa();
+  bool avx512 = isa == dnnl::cpu_isa::avx512_core || isa == dnnl::cpu_isa::avx512_core_vnni ||
+                isa == dnnl::cpu_isa::avx512_core_bf16 || isa == dnnl::cpu_isa::avx512_core_amx ||
+                isa == dnnl::cpu_isa::avx512_mic || isa == dnnl::cpu_isa::avx512_mic_4ops;
+  return avx512 ? "nChw16c" : "nChw8c";
 }
 
 bool onednn_supports(const PrimGraph& g, const Kernel& k, std::string* why_not) {

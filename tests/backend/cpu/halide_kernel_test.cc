@@ -67,40 +67,53 @@ void check_variant(const PrimGraph& g, const Kernel& k, cpu::CompiledKernel& com
   }
 }
 
-// A kernel with channels-last candidates, run with every candidate tensor kept nhwc (what layout
-// linking does between it and oneDNN convolutions), against the reference on dense tensors.
+// A kernel with channels-last candidates, run with every candidate tensor kept nhwc, nChw8c and
+// nChw16c (what layout linking does between it and oneDNN convolutions) where the kernel takes
+// the format, against the reference on dense tensors.
 void check_channels_last(const PrimGraph& g, const Kernel& k, cpu::CompiledKernel& reference) {
   cpu::HalideLayouts candidates = cpu::channels_last_candidates(g, k);
   if (!candidates.any()) return;
-  SCOPED_TRACE("channels-last");
-  std::string why;
-  auto compiled = cpu::compile_kernel(g, k, &why);
-  ASSERT_NE(compiled, nullptr) << why;
-  for (size_t i = 0; i < k.inputs.size(); ++i)
-    if (candidates.input_nhwc[i]) {
-      EXPECT_EQ(compiled->input_layout(static_cast<int>(i)), cpu::nhwc_layout_key(g.tensor(k.inputs[i]).shape));
-      compiled->keep_input_layout(static_cast<int>(i));
+  for (std::string format : {"nhwc", "nChw8c", "nChw16c"}) {
+    SCOPED_TRACE("channels-last " + format);
+    std::string why;
+    auto compiled = cpu::compile_kernel(g, k, &why);
+    ASSERT_NE(compiled, nullptr) << why;
+    int block = cpu::channel_block(format);
+    bool divisible = true;
+    for (size_t i = 0; i < k.inputs.size(); ++i)
+      if (candidates.inputs[i] && block > 0 && g.tensor(k.inputs[i]).shape[1] % block != 0) divisible = false;
+    if (candidates.output && block > 0 && g.tensor(k.output).shape[1] % block != 0) divisible = false;
+    ASSERT_EQ(compiled->use_format(format, true), divisible);
+    if (!divisible) continue;
+    for (size_t i = 0; i < k.inputs.size(); ++i)
+      if (candidates.inputs[i]) {
+        EXPECT_EQ(compiled->input_layout(static_cast<int>(i)),
+                  cpu::activation_layout_key(g.tensor(k.inputs[i]).shape, format));
+        compiled->keep_input_layout(static_cast<int>(i));
+      }
+    if (candidates.output) compiled->keep_output_layout();
+    EXPECT_FALSE(compiled->use_format(format == "nhwc" ? "nChw8c" : "nhwc", false)) << "a kept layout switched";
+    for (uint32_t seed : {1u, 2u}) {
+      std::vector<TensorData> inputs = random_kernel_inputs(g, k, seed), stored;
+      std::vector<const void*> dense, ptrs;
+      for (size_t i = 0; i < inputs.size(); ++i)
+        stored.push_back(candidates.inputs[i] ? cpu::permute_activation(inputs[i], format, true) : inputs[i]);
+      for (size_t i = 0; i < inputs.size(); ++i) {
+        dense.push_back(inputs[i].raw());
+        ptrs.push_back(stored[i].raw());
+      }
+      const TensorInfo& out = g.tensor(k.output);
+      TensorData got(out.dtype, out.shape), want(out.dtype, out.shape);
+      compiled->run(ptrs, got.raw());
+      reference.run(dense, want.raw());
+      if (candidates.output) got = cpu::permute_activation(got, format, false);
+      Comparison cmp = compare_tensors(got, want, Tolerance{1e-5, 1e-4});
+      EXPECT_TRUE(cmp.pass) << compiled->describe() << ": max abs " << cmp.max_abs_error << ", " << cmp.mismatches
+                            << " mismatches " << cmp.problem;
     }
-  if (candidates.output_nhwc) compiled->keep_output_layout();
-  for (uint32_t seed : {1u, 2u}) {
-    std::vector<TensorData> inputs = random_kernel_inputs(g, k, seed), stored;
-    std::vector<const void*> dense, ptrs;
-    for (size_t i = 0; i < inputs.size(); ++i)
-      stored.push_back(candidates.input_nhwc[i] ? cpu::permute_nhwc(inputs[i], true) : inputs[i]);
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      dense.push_back(inputs[i].raw());
-      ptrs.push_back(stored[i].raw());
-    }
-    const TensorInfo& out = g.tensor(k.output);
-    TensorData got(out.dtype, out.shape), want(out.dtype, out.shape);
-    compiled->run(ptrs, got.raw());
-    reference.run(dense, want.raw());
-    if (candidates.output_nhwc) got = cpu::permute_nhwc(got, false);
-    Comparison cmp = compare_tensors(got, want, Tolerance{1e-5, 1e-4});
-    EXPECT_TRUE(cmp.pass) << compiled->describe() << ": max abs " << cmp.max_abs_error << ", " << cmp.mismatches
-                          << " mismatches " << cmp.problem;
+    EXPECT_NE(compiled->describe().find(block > 0 ? "nChw" : "channels-last"), std::string::npos)
+        << compiled->describe();
   }
-  EXPECT_NE(compiled->describe().find("channels-last"), std::string::npos) << compiled->describe();
 }
 
 void check_kernel(const Case& c) {
@@ -280,6 +293,7 @@ std::vector<Case> cases() {
   };
   for (const ResizeCase& rc : std::vector<ResizeCase>{
            {"nearest", "asymmetric", "floor", {1, 3, 5, 6}, {1, 3, 10, 12}, DType::F32, 0},
+           {"nearest", "asymmetric", "floor", {2, 16, 5, 6}, {2, 16, 10, 12}, DType::F32, 0},  // channel blocks
            {"nearest", "half_pixel", "round_prefer_ceil", {1, 2, 7, 5}, {1, 2, 4, 11}, DType::F32, 0},
            {"nearest", "asymmetric", "floor", {1, 2, 4, 4}, {1, 2, 8, 8}, DType::I64, 0},
            {"linear", "half_pixel", "round_prefer_floor", {1, 3, 6, 7}, {1, 3, 24, 28}, DType::F32, 0},
@@ -436,7 +450,7 @@ std::vector<Case> cases() {
                 }});
   // Channels-last candidates (check_channels_last also runs them with nhwc tensors): channel
   // counts that are not a multiple of the vector, one above two vectors (parallel channel chunks).
-  for (int64_t channels : {24, 40}) {
+  for (int64_t channels : {24, 40, 48}) {
     cs.push_back({"instance norm + relu + reflect pad, " + std::to_string(channels) + " channels", [channels] {
                     PrimGraph g;
                     TensorId x = g.add_input("x", DType::F32, {1, channels, 9, 11});
