@@ -94,4 +94,14 @@ PrimGraph PrimGraph::without_dead_code() const {
   return g;
 }
 
+bool is_unit_stride_1x1_conv(const PrimGraph& g, const Primitive& conv) {
+  if (conv.op != PrimOp::Conv || conv.attrs.i("group") != 1) return false;
+  const Shape& w = g.tensor(conv.inputs[1]).shape;
+  for (size_t i = 2; i < w.size(); ++i)
+    if (w[i] != 1) return false;
+  for (int64_t s : conv.attrs.ints("strides"))
+    if (s != 1) return false;
+  return true;
+}
+
 }  // namespace korch

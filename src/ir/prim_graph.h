@@ -78,4 +78,8 @@ class PrimGraph {
 void infer_primitive(PrimOp op, const std::vector<const TensorInfo*>& inputs, const Attrs& attrs, DType* dtype,
                      Shape* shape);
 
+// Whether `conv` is an ungrouped Conv with 1x1 weights (every spatial dim 1) and unit strides: a
+// plain GEMM over channels per pixel, if it is not padded (callers check pads their own way).
+bool is_unit_stride_1x1_conv(const PrimGraph& g, const Primitive& conv);
+
 }  // namespace korch

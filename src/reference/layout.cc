@@ -98,7 +98,7 @@ bool resize_taps(const Attrs& a, int64_t axis, int64_t rank, int64_t x, int64_t 
     xo = out_len == 1 ? -0.5 : (x + 0.5) / scale - 0.5;
   } else if (cmode == "half_pixel") {
     xo = (x + 0.5) / scale - 0.5;
-  } else if (cmode == "tf_half_pixel_for_nearest") {
+  } else if (cmode == "tf_half_pixel_for_nn") {
     xo = (x + 0.5) / scale;
   } else if (cmode == "tf_crop_and_resize") {
     const auto& roi = a.floats("roi");
@@ -161,8 +161,8 @@ bool resize_axis_is_identity(const Attrs& a, int64_t axis, int64_t in_len, int64
   // At scale 1 these map output coordinate x onto input coordinate x exactly.
   if (cmode == "half_pixel" || cmode == "pytorch_half_pixel" || cmode == "asymmetric" || cmode == "align_corners")
     return true;
-  // tf_half_pixel_for_nearest maps x onto x + 0.5: only nearest rounding down returns x.
-  if (cmode == "tf_half_pixel_for_nearest")
+  // tf_half_pixel_for_nn maps x onto x + 0.5: only nearest rounding down returns x.
+  if (cmode == "tf_half_pixel_for_nn")
     return a.s("mode") == "nearest" && (a.s("nearest_mode") == "floor" || a.s("nearest_mode") == "round_prefer_floor");
   return false;
 }

@@ -87,13 +87,9 @@ PrimGraph Rewriter::apply(const PrimGraph& source, const Rule& rule, int* fired)
 }
 
 bool is_pointwise_conv(const PrimGraph& g, const Primitive& conv) {
-  if (conv.op != PrimOp::Conv || conv.attrs.i("group") != 1) return false;
+  if (!is_unit_stride_1x1_conv(g, conv)) return false;
   const TensorInfo& w = g.tensor(conv.inputs[1]);
   if (!w.is_constant() || w.dtype != DType::F32) return false;
-  for (size_t i = 2; i < w.shape.size(); ++i)
-    if (w.shape[i] != 1) return false;
-  for (int64_t s : conv.attrs.ints("strides"))
-    if (s != 1) return false;
   for (int64_t p : conv.attrs.ints("pads"))
     if (p != 0) return false;
   return true;

@@ -135,7 +135,7 @@ TEST(Rewrite, SegformerHeadRunsEveryRuleAndKeepsValues) {
 
 TEST(Rewrite, IdentityResizeOnlyWhenEveryCoordinateMapsToItself) {
   for (const char* coord_mode :
-       {"half_pixel", "asymmetric", "align_corners", "pytorch_half_pixel", "tf_half_pixel_for_nearest"}) {
+       {"half_pixel", "asymmetric", "align_corners", "pytorch_half_pixel", "tf_half_pixel_for_nn"}) {
     for (const char* mode : {"linear", "nearest"}) {
       PrimGraph g;
       TensorId x = g.add_input("x", DType::F32, {1, 2, 5, 5});
@@ -143,8 +143,8 @@ TEST(Rewrite, IdentityResizeOnlyWhenEveryCoordinateMapsToItself) {
           g.add_primitive(PrimOp::Resize, {x}, resize_attrs({1, 2, 5, 5}, {1, 2, 5, 5}, mode, coord_mode), kNone, "y"));
       RewriteStats stats;
       PrimGraph after = rewrite_graph(g, &stats);
-      // tf_half_pixel_for_nearest samples x + 0.5: linear interpolation averages neighbours.
-      bool identity = std::string(coord_mode) != "tf_half_pixel_for_nearest" || std::string(mode) == "nearest";
+      // tf_half_pixel_for_nn samples x + 0.5: linear interpolation averages neighbours.
+      bool identity = std::string(coord_mode) != "tf_half_pixel_for_nn" || std::string(mode) == "nearest";
       EXPECT_EQ(stats.fired["remove_identity_resize"], identity ? 1 : 0) << coord_mode << " " << mode;
       EXPECT_EQ(count(after, PrimOp::Resize), identity ? 0 : 1);
       // The output is still computed (a copy of the input) and keeps its name.
