@@ -106,7 +106,9 @@ TensorData permute_activation(const TensorData& t, const std::string& format, bo
 // Number of schedule variants the backend can generate for a kernel (Kernel::schedule picks
 // one; 0 is the default). Profiling times every variant and keeps the fastest.
 int halide_schedule_variants(const PrimGraph& g, const Kernel& k);
-int onednn_schedule_variants(const PrimGraph& g, const Kernel& k);  // convolutions: oneDNN's layout / plain
+int onednn_schedule_variants(
+    const PrimGraph& g,
+    const Kernel& k);  // convs: oneDNN's layout / plain; const-B MatMuls: B as oneDNN likes / transposed
 int schedule_variants(const PrimGraph& g, const Kernel& k);
 // Kernels with one Linear primitive (MatMul / Conv / ConvTranspose) plus an elementwise
 // epilogue as oneDNN 2.6 primitives with post-ops.

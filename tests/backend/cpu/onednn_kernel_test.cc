@@ -152,9 +152,25 @@ TEST(OnednnKernel, ConvLayoutVariants) {
   std::string why;
   EXPECT_EQ(cpu::compile_kernel(b.g, k, &why), nullptr);
   EXPECT_NE(why.find("no schedule variant"), std::string::npos) << why;
-  Builder m;  // MatMul kernels have one schedule
-  m.op(PrimOp::MatMul, {m.input({4, 8}), m.constant({8, 6})});
+  Builder m;  // a MatMul with a runtime B has one schedule
+  m.op(PrimOp::MatMul, {m.input({4, 8}), m.input({8, 6})});
   EXPECT_EQ(cpu::schedule_variants(m.g, make_kernel(m.g, m.all_prims())), 1);
+}
+
+TEST(OnednnKernel, MatMulConstantBTransposedVariant) {
+  // Variant 1 of a MatMul with a constant B stores B transposed (N x K); both variants match
+  // the reference, with a bias and a residual, for 2-D and batched (broadcast) B.
+  Builder b;
+  TensorId y = b.op(PrimOp::MatMul, {b.input({2, 9, 24}), b.constant({24, 40})});
+  b.op(PrimOp::Add, {b.op(PrimOp::Add, {y, b.constant({40})}), b.input({2, 9, 40})});
+  ASSERT_EQ(cpu::schedule_variants(b.g, make_kernel(b.g, b.all_prims())), 2);
+  std::string v0 = check_kernel(b), v1 = check_kernel(b, {}, 2, 1);
+  EXPECT_EQ(v0.find("stored transposed"), std::string::npos) << v0;
+  EXPECT_NE(v1.find("const-B stored transposed"), std::string::npos) << v1;
+  Builder c;
+  c.op(PrimOp::MatMul, {c.input({2, 3, 5, 8}), c.constant({3, 8, 6})});
+  ASSERT_EQ(cpu::schedule_variants(c.g, make_kernel(c.g, c.all_prims())), 2);
+  check_kernel(c, {}, 2, 1);
 }
 
 TEST(OnednnKernel, Conv3x3Pad1) {
