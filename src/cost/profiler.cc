@@ -58,7 +58,7 @@ std::vector<std::pair<const void*, int64_t>> input_spans(const PrimGraph& g, con
 std::vector<double> measure_link_savings(const PrimGraph& g, const Kernel& k, cpu::CompiledKernel& compiled,
                                          const std::vector<const void*>& inputs, double dense_seconds,
                                          CacheState& cache_state) {
-  // Halide's nhwc links are all-or-nothing per kernel at run time (link_layouts) and the BLP
+  // Halide's layout links are all-or-nothing per kernel at run time (link_layouts) and the BLP
   // prices links one tensor at a time, so Halide kernels offer the BLP none: plans are chosen
   // as among dense Halide kernels, and run faster where a Halide kernel links after all.
   if (compiled.layout_by_strides()) return {};

@@ -12,6 +12,7 @@
 #include <random>
 #include <sstream>
 
+#include "backend/cpu/compiled_kernel.h"
 #include "check/test_case.h"
 #include "orchestrate/plan.h"
 #include "reference/reference.h"
@@ -164,14 +165,15 @@ TEST(LayoutLink, PaddedBlockedLayoutsGetLargerBuffers) {
 }
 
 // Halide kernels between convolutions read and write their activations in the convolutions'
-// layout (nhwc with AVX-512, nChw8c with AVX2) through strides:
+// layout (whichever of nhwc, nChw8c, nChw16c oneDNN picks; 32 channels take all three) through
+// strides:
 // conv -> [instance norm + relu + reflect pad] -> conv -> [SiLU] -> {1x1 conv, 3x3 conv} ->
 // [residual add]. The 1x1 conv runs oneDNN's plain nchw GEMM here; it is not rebuilt for the
 // Halide kernels' sake, so the SiLU output it reads and its own output stay dense, and with
 // them every tensor of the two Halide kernels that touch them.
 TEST(LayoutLink, HalideKernelsBetweenConvolutionsTakeTheirLayout) {
   Chain c;
-  const int64_t channels = 24, size = 12;
+  const int64_t channels = 32, size = 12;
   TensorId x = c.g.add_input("x", DType::F32, {1, channels, size, size});
   TensorId a = c.conv(x, channels, 3);
   c.end_kernel();
@@ -222,7 +224,8 @@ TEST(LayoutLink, HalideKernelsBetweenConvolutionsTakeTheirLayout) {
   std::string format;
   for (std::string f : {"nhwc", "nChw8c", "nChw16c"})
     if (desc_plain.find(", " + f + ")") != std::string::npos) format = f;
-  if (format.empty()) GTEST_SKIP() << "oneDNN runs these convolutions in a layout Halide kernels do not take";
+  if (format.empty() || (format != "nhwc" && format != cpu::native_blocked_format()))
+    GTEST_SKIP() << "oneDNN runs these convolutions in a layout Halide kernels are not verified in here";
   // a and p: the instance-norm kernel links both its tensors. The SiLU kernel's output s goes to
   // the GEMM conv (dense), so the SiLU kernel stays dense (b too); so does the residual add (e
   // comes from the GEMM conv, so f stays dense): no kernel mixes linked and dense tensors.
@@ -240,6 +243,49 @@ TEST(LayoutLink, HalideKernelsBetweenConvolutionsTakeTheirLayout) {
     return out;
   };
   EXPECT_EQ(cores(desc), cores(desc_onednn));
+}
+
+// conv -> [mean-centre] -> [scale + relu] -> conv: two Halide kernels in a row between
+// convolutions link to each other and to the convs in the convs' layout, for a channel count every
+// format takes (32); with 12 channels a blocked conv layout pads channels, which Halide kernels do
+// not take, so there they stay dense (nhwc links still form). Outputs match the reference either way.
+TEST(LayoutLink, HalideChainBetweenConvolutionsAndChannelsTheBlockDoesNotDivide) {
+  for (int64_t channels : {32, 12}) {
+    SCOPED_TRACE(channels);
+    Chain c;
+    TensorId x = c.g.add_input("x", DType::F32, {1, channels, 10, 10});
+    TensorId a = c.conv(x, channels, 3);
+    c.end_kernel();
+    TensorId m = c.add(PrimOp::ReduceMean, {a}, Attrs().set("axes", Ints{2, 3}).set("keepdims", int64_t{1}));
+    TensorId d = c.add(PrimOp::Sub, {a, m});
+    c.end_kernel();
+    TensorId r = c.add(PrimOp::Relu, {c.add(PrimOp::Mul, {d, c.constant({1, channels, 1, 1})})});
+    c.end_kernel();
+    TensorId out = c.conv(r, channels, 3);
+    c.end_kernel();
+    c.g.mark_output(out);
+    c.plan.strategy = "test";
+    std::vector<TensorData> inputs = {random_tensor({1, channels, 10, 10}, c.rng)};
+    std::vector<TensorData> expected = reference::run_graph(c.g, inputs);
+    int linked = 0;
+    std::string desc;
+    std::vector<TensorData> got = run_plan(c, inputs, "", &linked, &desc);
+    std::cout << desc;
+    Comparison cmp = compare_tensors(got[0], expected[0], Tolerance{});
+    EXPECT_TRUE(cmp.pass) << "max abs " << cmp.max_abs_error << "\n" << desc;
+    std::string format;
+    for (std::string f : {"nhwc", "nChw8c", "nChw16c"})
+      if (desc.find(", " + f + ")") != std::string::npos) format = f;
+    if (format.empty()) continue;  // oneDNN kept these convs plain: nothing to link
+    bool halide_takes = cpu::takes_format({1, channels, 10, 10}, format) &&
+                        (format == "nhwc" || format == cpu::native_blocked_format());
+    if (halide_takes) {
+      EXPECT_EQ(linked, 3) << desc;  // a, d and r
+      EXPECT_NE(desc.find("[" + format + " in/out kept]"), std::string::npos) << desc;
+    } else {
+      EXPECT_EQ(desc.find("halide: " + format), std::string::npos) << desc;
+    }
+  }
 }
 
 }  // namespace

@@ -26,11 +26,11 @@ class CompiledKernel {
   virtual std::string describe() const = 0;  // backend and schedule, for logs and plans
 
   // Layout linking (see layout_link.h). A kernel that keeps an internal layout (oneDNN's
-  // nhwc / nChw16c activations) can hand it to the next kernel instead of reordering to the
-  // dense buffer and back. Keys are opaque; equal keys mean byte-identical layouts. Halide
-  // kernels offer nhwc for their channels-last candidates (read and written through strides,
-  // nothing reordered); kernels that only read and write dense buffers (reference) keep the
-  // defaults.
+  // nhwc / nChw8c / nChw16c activations) can hand it to the next kernel instead of reordering
+  // to the dense buffer and back. Keys are opaque; equal keys mean byte-identical layouts. Halide
+  // kernels offer their channels-last candidates in one format, nhwc until use_format picks
+  // nChw8c / nChw16c (read and written through strides, nothing reordered); kernels that only
+  // read and write dense buffers (reference) keep the defaults.
   //
   // The output's internal layout when it differs from the dense one ("" otherwise), and its
   // size in bytes (may exceed the dense size: blocked layouts pad channels).
@@ -52,9 +52,9 @@ class CompiledKernel {
   virtual std::string input_format(int /*input*/) const { return ""; }
   virtual bool use_format(const std::string& /*format*/, bool /*apply*/) { return false; }
   // Whether the kernel takes its layouts through strides (Halide's channels-last candidates):
-  // link_layouts links such a kernel's tensors only where the other side's layout already
-  // matches, and never rebuilds oneDNN kernels for it (nChw16c convolutions rebuilt for nhwc
-  // ran up to 2x slower).
+  // link_layouts switches such a kernel to its oneDNN neighbours' format (use_format) and links
+  // its tensors where the layouts then match, but never rebuilds oneDNN kernels for it (nChw16c
+  // convolutions rebuilt for nhwc ran up to 2x slower).
   virtual bool layout_by_strides() const { return false; }
   // Forgets every kept layout (the kernel reads and writes dense buffers again, and may then
   // use_format another format). false when the kernel cannot (oneDNN kernels: their reorders
@@ -94,6 +94,9 @@ HalideLayouts channels_last_candidates(const PrimGraph& g, const Kernel& k);
 // The channel block of an activation format: 8 for nChw8c, 16 for nChw16c, 0 for nhwc, -1 for
 // formats Halide kernels do not take.
 int channel_block(const std::string& format);
+// Whether a 4-D tensor of `shape` can be stored in `format` without padding (nhwc always; a
+// blocked format when its block divides the channel count).
+bool takes_format(const Shape& shape, const std::string& format);
 // The blocked activation format oneDNN picks for convolutions on this CPU (nChw16c with
 // AVX-512, else nChw8c).
 std::string native_blocked_format();
@@ -106,9 +109,9 @@ TensorData permute_activation(const TensorData& t, const std::string& format, bo
 // Number of schedule variants the backend can generate for a kernel (Kernel::schedule picks
 // one; 0 is the default). Profiling times every variant and keeps the fastest.
 int halide_schedule_variants(const PrimGraph& g, const Kernel& k);
-int onednn_schedule_variants(
-    const PrimGraph& g,
-    const Kernel& k);  // convs: oneDNN's layout / plain; const-B MatMuls: B as oneDNN likes / transposed
+// oneDNN: convolutions oneDNN's activation layout / plain; MatMuls with a constant B: B in
+// oneDNN's layout / stored transposed.
+int onednn_schedule_variants(const PrimGraph& g, const Kernel& k);
 int schedule_variants(const PrimGraph& g, const Kernel& k);
 // Kernels with one Linear primitive (MatMul / Conv / ConvTranspose) plus an elementwise
 // epilogue as oneDNN 2.6 primitives with post-ops.

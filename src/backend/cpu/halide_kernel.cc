@@ -652,7 +652,7 @@ class Generator {
 std::vector<halide_dimension_t> layout_dimensions(const Shape& s, const std::string& format) {
   int n = static_cast<int>(s[0]), c = static_cast<int>(s[1]), h = static_cast<int>(s[2]), w = static_cast<int>(s[3]);
   int block = channel_block(format);
-  KORCH_CHECK(block >= 0 && (block == 0 || c % block == 0), "no Halide layout ", format, " for ", shape_str(s));
+  KORCH_CHECK(takes_format(s, format), "no Halide layout ", format, " for ", shape_str(s));
   if (block == 0)
     return {halide_dimension_t(0, w, c), halide_dimension_t(0, h, w * c), halide_dimension_t(0, c, 1),
             halide_dimension_t(0, n, h * w * c)};
@@ -737,10 +737,9 @@ class HalideKernel : public CompiledKernel {
     if (block < 0 || !candidates_.any()) return false;
     if (format == candidates_.format) return true;
     if (kept_.any()) return false;
-    auto divisible = [&](const TensorInfo& t) { return block == 0 || t.shape[1] % block == 0; };
     for (size_t i = 0; i < inputs_.size(); ++i)
-      if (candidates_.inputs[i] && !divisible(inputs_[i])) return false;
-    if (candidates_.output && !divisible(output_)) return false;
+      if (candidates_.inputs[i] && !takes_format(inputs_[i].shape, format)) return false;
+    if (candidates_.output && !takes_format(output_.shape, format)) return false;
     if (apply) candidates_.format = kept_.format = format;
     return true;
   }
@@ -914,14 +913,19 @@ void schedule_channel_reductions(const Generator& gen, int64_t channels, int wid
   }
 }
 
-// The schedule when some tensors are stored nhwc (channels_last_candidates' kernels): a 4-D
-// output written nhwc, or with one pixel per channel, loops channels innermost (vectorised) and
-// runs its rows in parallel; a dense 4-D output keeps vectorised rows (its nhwc inputs are then
-// read with a stride: a transpose). Spatial reductions as schedule_channel_reductions. `width`:
-// the channel vector (0: channels not vectorised). Returns the description.
+// The vector width for a loop of `extent` iterations: a whole vector, or half of a 16-lane one
+// for extents of 8 to 15, or 0 (not vectorised).
+int vector_width(int64_t extent, int vector) { return extent >= vector ? vector : extent >= 8 && vector > 8 ? 8 : 0; }
+
+// The schedule when some tensors are stored nhwc or channel-blocked, except a blocked output
+// (channels_last_candidates' kernels): a 4-D output written nhwc, or with one pixel per channel,
+// loops channels innermost (vectorised) and runs its rows in parallel; a dense 4-D output keeps
+// vectorised rows (its nhwc inputs are then read with a stride: a transpose). Spatial reductions
+// as schedule_channel_reductions. `width`: the channel vector (0: channels not vectorised).
+// Returns the description.
 std::string schedule_channels_last(Func& out, const Shape& shape, int vector, int width, bool output_nhwc,
                                    const Generator& gen) {
-  auto width_for = [&](int64_t extent) { return extent >= vector ? vector : extent >= 8 && vector > 8 ? 8 : 0; };
+  auto width_for = [&](int64_t extent) { return vector_width(extent, vector); };
   std::string text = "channels-last";
   std::vector<Var> v = out.args();
   if (shape.size() == 4) {
@@ -952,11 +956,12 @@ std::string schedule_channels_last(Func& out, const Shape& shape, int vector, in
 
 // The schedule of an output written channel-blocked (5-D, block innermost): one vector per
 // block of channels, the rows of every channel block in parallel. Returns the description.
-std::string schedule_blocked_output(Func& out, int block, const Generator& gen, int64_t channels) {
+std::string schedule_blocked_output(Func& out, const std::string& format, const Generator& gen, int64_t channels) {
+  int block = channel_block(format);
   std::vector<Var> v = out.args();  // (c % block, w, h, c / block, n)
   Var rows("block_rows");
   out.vectorize(v[0], block).fuse(v[2], v[3], rows).parallel(rows);
-  std::string text = str_cat("nChw", block, "c, one vector per channel block, parallel rows");
+  std::string text = format + ", one vector per channel block, parallel rows";
   schedule_channel_reductions(gen, channels, block);
   if (!gen.explicit_reductions().empty()) text += ", reductions compute_root channels innermost";
   return text;
@@ -1089,13 +1094,17 @@ int channel_block(const std::string& format) {
   return -1;
 }
 
+bool takes_format(const Shape& shape, const std::string& format) {
+  int block = channel_block(format);
+  return shape.size() == 4 && block >= 0 && (block == 0 || shape[1] % block == 0);
+}
+
 TensorData permute_activation(const TensorData& t, const std::string& format, bool to_layout) {
   const Shape& s = t.shape();
   KORCH_CHECK(s.size() == 4, "permute_activation of a ", s.size(), "-D tensor");
   int64_t n = s[0], c = s[1], h = s[2], w = s[3];
   int64_t block = channel_block(format);
-  KORCH_CHECK(block >= 0 && (block == 0 || c % block == 0), "permute_activation: no layout ", format, " for ",
-              shape_str(s));
+  KORCH_CHECK(takes_format(s, format), "permute_activation: no layout ", format, " for ", shape_str(s));
   TensorData r(t.dtype(), s);
   size_t bytes = dtype_size(t.dtype());
   const char* src = static_cast<const char*>(t.raw());
@@ -1187,11 +1196,11 @@ bool build_halide_pipeline(const PrimGraph& g, const Kernel& k, const Halide::Ta
         Func blocked("blocked_output");
         blocked(ci, w, h, cb, n) = out(w, h, cb * block + ci, n);
         set_layout(blocked.output_buffer(), shape);
-        text = schedule_blocked_output(blocked, block, gen, channels);
+        text = schedule_blocked_output(blocked, layouts.format, gen, channels);
         out = blocked;
       } else {
         // Blocked inputs are read a whole block of channels per vector.
-        int width = block > 0 ? block : channels >= vector ? vector : channels >= 8 && vector > 8 ? 8 : 0;
+        int width = block > 0 ? block : vector_width(channels, vector);
         if (layouts.output) {
           set_layout(out.output_buffer(), shape);
         } else {
@@ -1202,7 +1211,7 @@ bool build_halide_pipeline(const PrimGraph& g, const Kernel& k, const Halide::Ta
             out.output_buffer().dim(static_cast<int>(d)).set_bounds(0, static_cast<int>(shape[shape.size() - 1 - d]));
         }
         text = schedule_channels_last(out, shape, vector, width, layouts.output, gen);
-        if (block > 0) text += str_cat(", nChw", block, "c inputs");
+        if (block > 0) text += ", " + layouts.format + " inputs";
       }
       *pipeline = Halide::Pipeline(out);
       params->clear();

@@ -69,29 +69,28 @@ LayoutLinks link_layouts(const PrimGraph& g, const std::vector<Kernel>& kernels,
       return r.first > producer && compiled[r.first]->input_layout(r.second) == key;
     });
   };
-  // Halide kernels take the format of their oneDNN neighbours (nhwc or oneDNN's channel-blocked
-  // one), each kernel one format: the first tensor that needs a format fixes its kernel's.
+  // Halide kernels take the format of their oneDNN neighbours, each kernel one format, and only
+  // nhwc or this CPU's blocked format (the two the profiler verified them in). A tensor between a
+  // Halide kernel and oneDNN kernels that can link fixes the Halide kernels' format; a tensor only
+  // between Halide kernels switches an unfixed reader to its producer's format without fixing it.
   std::vector<char> format_fixed(kernels.size(), 0);
+  const std::string native_blocked = native_blocked_format();
   auto adapt_halide_kernels = [&](TensorId t) {
     int producer = producer_of[t];
-    std::vector<int> sides = {producer};
-    for (auto [k, j] : readers[t]) sides.push_back(k);
-    // The format: the oneDNN producer's, or the one its oneDNN readers share, or the Halide
-    // producer's when all readers are Halide kernels.
-    std::string format;
-    if (!compiled[producer]->layout_by_strides()) {
-      format = compiled[producer]->output_format();
-    } else {
-      for (auto [k, j] : readers[t]) {
-        if (compiled[k]->layout_by_strides()) continue;
-        std::string f = compiled[k]->input_format(j);
-        if (f.empty() || (!format.empty() && f != format)) return;
-        format = f;
-      }
-      if (format.empty()) format = compiled[producer]->output_format();
+    bool onednn_side = !compiled[producer]->layout_by_strides();
+    std::string format = onednn_side ? compiled[producer]->output_format() : "";
+    for (auto [k, j] : readers[t]) {
+      std::string f = compiled[k]->input_format(j);
+      if (f.empty()) return;  // this reader cannot take t linked: nothing links, nothing is fixed
+      if (compiled[k]->layout_by_strides()) continue;
+      if (!format.empty() && f != format) return;  // oneDNN sides disagree (not rebuilt for Halide)
+      format = f;
+      onednn_side = true;
     }
-    if (format.empty()) return;
-    std::vector<int> to_switch;
+    if (!onednn_side) format = compiled[producer]->output_format();
+    if (format != "nhwc" && format != native_blocked) return;
+    std::vector<int> sides = {producer}, to_switch;
+    for (auto [k, j] : readers[t]) sides.push_back(k);
     for (int k : sides) {
       if (!compiled[k]->layout_by_strides()) continue;
       bool same = k == producer ? compiled[k]->output_format() == format
@@ -102,8 +101,9 @@ LayoutLinks link_layouts(const PrimGraph& g, const std::vector<Kernel>& kernels,
       if (format_fixed[k] || !compiled[k]->use_format(format, false)) return;
       to_switch.push_back(k);
     }
-    for (int k : sides)
-      if (compiled[k]->layout_by_strides()) format_fixed[k] = 1;
+    if (onednn_side)
+      for (int k : sides)
+        if (compiled[k]->layout_by_strides()) format_fixed[k] = 1;
     for (int k : to_switch) compiled[k]->use_format(format, true);
   };
   std::vector<TensorId> strided;  // links that involve a Halide kernel (layout_by_strides)
@@ -149,8 +149,8 @@ LayoutLinks link_layouts(const PrimGraph& g, const std::vector<Kernel>& kernels,
     }
     link(t);
   }
-  // A Halide kernel reads and writes nhwc only when every one of its candidate tensors links: a
-  // kernel with some tensors nhwc and others dense would transpose through strided loads and
+  // A Halide kernel reads and writes its layout only when every one of its candidate tensors links:
+  // a kernel with some tensors nhwc and others dense would transpose through strided loads and
   // stores (10x slower than its dense run on efficientvit_b1's hardswish kernels). Kernels with an
   // unlinkable candidate drop all their links, until no such kernel is left.
   std::vector<char> candidate(g.num_tensors(), 0);
