@@ -79,6 +79,9 @@ struct HalideLayouts {
   std::vector<char> inputs;
   bool output = false;
   std::string format = "nhwc";
+  // A kernel ending in a channel Concat: linked only channel-blocked, where its output is written
+  // one piece at a time (each piece whole channel blocks); nhwc would gather.
+  bool blocked_only = false;
   bool any() const;
 };
 bool build_halide_pipeline(const PrimGraph& g, const Kernel& k, const Halide::Target& target,
@@ -87,10 +90,14 @@ bool build_halide_pipeline(const PrimGraph& g, const Kernel& k, const Halide::Ta
 // The tensors of a memory-bound kernel that can be linked in an activation layout: 4-D float
 // activations (not constants) with more than one channel and pixel, in a kernel made only of
 // primitives whose loops stay contiguous over channels (elementwise, broadcast, spatial
-// reductions, spatial pads and resizes). Flags as in HalideLayouts (format nhwc); nothing set
+// reductions, 2-D pooling windows, spatial pads and resizes). Flags as in HalideLayouts (format nhwc); nothing set
 // when the kernel has other primitives. Correctness never depends on it (Halide indexes through
-// strides).
+// strides). A kernel whose last primitive is a Concat over channels is a candidate too, in this
+// CPU's blocked format only (blocked_only), when every piece is whole channel blocks.
 HalideLayouts channels_last_candidates(const PrimGraph& g, const Kernel& k);
+// Whether `format` can hold a kernel's output written piece by piece: true unless the kernel ends
+// in a channel Concat, which then needs a blocked format whose block divides every piece.
+bool output_concat_takes_format(const PrimGraph& g, const Kernel& k, const std::string& format);
 // The channel block of an activation format: 8 for nChw8c, 16 for nChw16c, 0 for nhwc, -1 for
 // formats Halide kernels do not take.
 int channel_block(const std::string& format);

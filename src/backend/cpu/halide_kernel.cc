@@ -101,6 +101,8 @@ class Generator {
     int channel_arg;  // index in func.args() of the channel axis
   };
   const std::vector<ExplicitReduction>& explicit_reductions() const { return explicit_reductions_; }
+  // Value of tensor t (a kernel input or a primitive's output) at ONNX index `idx`.
+  Expr value_at(TensorId t, const std::vector<Expr>& idx) { return at(t, idx); }
 
  private:
   static std::vector<Var> vars(size_t rank) {
@@ -690,6 +692,7 @@ class HalideKernel : public CompiledKernel {
     for (TensorId t : k.inputs) inputs_.push_back(g.tensor(t));
     output_ = g.tensor(k.output);
     kept_.inputs.assign(k.inputs.size(), 0);
+    kept_.format = candidates_.format;
     candidates_.inputs.resize(k.inputs.size(), 0);
   }
   void run(const std::vector<const void*>& inputs, void* output) override {
@@ -740,6 +743,7 @@ class HalideKernel : public CompiledKernel {
     for (size_t i = 0; i < inputs_.size(); ++i)
       if (candidates_.inputs[i] && !takes_format(inputs_[i].shape, format)) return false;
     if (candidates_.output && !takes_format(output_.shape, format)) return false;
+    if (candidates_.blocked_only && !output_concat_takes_format(*graph_, kernel_, format)) return false;
     if (apply) candidates_.format = kept_.format = format;
     return true;
   }
@@ -1094,6 +1098,17 @@ int channel_block(const std::string& format) {
   return -1;
 }
 
+// The kernel's last primitive when it is a Concat of 4-D tensors over channels.
+static std::optional<PrimId> output_channel_concat(const PrimGraph& g, const Kernel& k) {
+  for (PrimId p : k.prims) {
+    const Primitive& prim = g.prim(p);
+    if (prim.output == k.output && prim.op == PrimOp::Concat && g.tensor(prim.output).shape.size() == 4 &&
+        prim.attrs.i("axis") == 1)
+      return p;
+  }
+  return std::nullopt;
+}
+
 bool takes_format(const Shape& shape, const std::string& format) {
   int block = channel_block(format);
   return shape.size() == 4 && block >= 0 && (block == 0 || shape[1] % block == 0);
@@ -1101,10 +1116,19 @@ bool takes_format(const Shape& shape, const std::string& format) {
 
 TensorData permute_activation(const TensorData& t, const std::string& format, bool to_layout) {
   const Shape& s = t.shape();
-  KORCH_CHECK(s.size() == 4, "permute_activation of a ", s.size(), "-D tensor");
+  KORCH_CHECK(takes_format(s, format), "permute_activation: no layout ", format, " for ", shape_str(s));
   int64_t n = s[0], c = s[1], h = s[2], w = s[3];
   int64_t block = channel_block(format);
-  KORCH_CHECK(takes_format(s, format), "permute_activation: no layout ", format, " for ", shape_str(s));
+  // Element (in, ic, ih, iw)'s offset in the layout: its coordinates in layout_dimensions' view
+  // times that view's strides, so each layout is defined in one place.
+  std::vector<halide_dimension_t> d = layout_dimensions(s, format);
+  auto stored = [&](int64_t in, int64_t ic, int64_t ih, int64_t iw) {
+    std::vector<int64_t> at = block == 0 ? std::vector<int64_t>{iw, ih, ic, in}
+                                         : std::vector<int64_t>{ic % block, iw, ih, ic / block, in};
+    int64_t offset = 0;
+    for (size_t i = 0; i < at.size(); ++i) offset += at[i] * d[i].stride;
+    return offset;
+  };
   TensorData r(t.dtype(), s);
   size_t bytes = dtype_size(t.dtype());
   const char* src = static_cast<const char*>(t.raw());
@@ -1113,10 +1137,8 @@ TensorData permute_activation(const TensorData& t, const std::string& format, bo
     for (int64_t ic = 0; ic < c; ++ic)
       for (int64_t ih = 0; ih < h; ++ih)
         for (int64_t iw = 0; iw < w; ++iw) {
-          int64_t nchw = ((in * c + ic) * h + ih) * w + iw;
-          int64_t stored = block == 0 ? ((in * h + ih) * w + iw) * c + ic
-                                      : (((in * (c / block) + ic / block) * h + ih) * w + iw) * block + ic % block;
-          std::memcpy(dst + (to_layout ? stored : nchw) * bytes, src + (to_layout ? nchw : stored) * bytes, bytes);
+          int64_t nchw = ((in * c + ic) * h + ih) * w + iw, at = stored(in, ic, ih, iw);
+          std::memcpy(dst + (to_layout ? at : nchw) * bytes, src + (to_layout ? nchw : at) * bytes, bytes);
         }
   return r;
 }
@@ -1125,14 +1147,24 @@ bool HalideLayouts::any() const {
   return output || std::any_of(inputs.begin(), inputs.end(), [](char c) { return c != 0; });
 }
 
+bool output_concat_takes_format(const PrimGraph& g, const Kernel& k, const std::string& format) {
+  std::optional<PrimId> concat = output_channel_concat(g, k);
+  if (!concat) return true;
+  int block = channel_block(format);
+  if (block <= 0) return false;
+  return std::all_of(g.prim(*concat).inputs.begin(), g.prim(*concat).inputs.end(),
+                     [&](TensorId t) { return g.tensor(t).shape[1] % block == 0; });
+}
+
 HalideLayouts channels_last_candidates(const PrimGraph& g, const Kernel& k) {
   HalideLayouts none;
   if (k.num_linear > 0) return none;
   auto spatial_4d = [&](TensorId t) { return g.tensor(t).shape.size() == 4; };
+  std::optional<PrimId> concat = output_channel_concat(g, k);
   for (PrimId p : k.prims) {
     const Primitive& prim = g.prim(p);
     PrimKind kind = prim_kind(prim.op);
-    bool ok = kind == PrimKind::Elementwise || kind == PrimKind::Broadcast;
+    bool ok = kind == PrimKind::Elementwise || kind == PrimKind::Broadcast || p == concat;
     if (prim.op == PrimOp::ReduceSum || prim.op == PrimOp::ReduceMean || prim.op == PrimOp::ReduceMax ||
         prim.op == PrimOp::ReduceMin) {
       const auto& axes = prim.attrs.ints("axes");
@@ -1146,6 +1178,8 @@ HalideLayouts channels_last_candidates(const PrimGraph& g, const Kernel& k) {
       const Shape& in = g.tensor(prim.inputs[0]).shape;
       const Shape& out = g.tensor(prim.output).shape;
       ok = in.size() == 4 && out.size() == 4 && in[0] == out[0] && in[1] == out[1];
+    } else if (kind == PrimKind::Window) {  // 2-D pooling windows: per channel, over pixels
+      ok = spatial_4d(prim.inputs[0]) && prim.attrs.ints("kernel").size() == 2;
     }
     if (!ok) return none;
   }
@@ -1157,6 +1191,13 @@ HalideLayouts channels_last_candidates(const PrimGraph& g, const Kernel& k) {
   HalideLayouts l;
   for (TensorId t : k.inputs) l.inputs.push_back(linkable(t) ? 1 : 0);
   l.output = linkable(k.output);
+  if (concat) {
+    l.blocked_only = true;
+    l.format = native_blocked_format();
+    if (!output_concat_takes_format(g, k, l.format)) return none;
+    for (size_t i = 0; i < k.inputs.size(); ++i)
+      if (l.inputs[i] && !takes_format(g.tensor(k.inputs[i]).shape, l.format)) return none;
+  }
   return l.any() ? l : none;
 }
 
@@ -1194,9 +1235,26 @@ bool build_halide_pipeline(const PrimGraph& g, const Kernel& k, const Halide::Ta
       if (block > 0 && layouts.output) {
         Var ci("ci"), w("w"), h("h"), cb("cb"), n("n");
         Func blocked("blocked_output");
-        blocked(ci, w, h, cb, n) = out(w, h, cb * block + ci, n);
+        if (std::optional<PrimId> concat = output_channel_concat(g, k)) {
+          // A channel Concat: each piece is written by its own update over its channel blocks
+          // (whole-vector loads and stores, no select between pieces), its rows in parallel.
+          blocked(ci, w, h, cb, n) = Halide::undef(storage_type(g.tensor(k.output).dtype));
+          int first_block = 0, piece = 0;
+          for (TensorId t : g.prim(*concat).inputs) {
+            int blocks = static_cast<int>(g.tensor(t).shape[1] / block);
+            RDom r(0, blocks, "piece" + std::to_string(piece));
+            blocked(ci, w, h, r.x + first_block, n) = gen.value_at(t, {n, r.x * block + ci, h, w});
+            blocked.update(piece).reorder(ci, w, h, r.x, n).vectorize(ci, block).parallel(h);
+            first_block += blocks;
+            ++piece;
+          }
+          schedule_channel_reductions(gen, channels, block);
+          text = layouts.format + ", channel concat: one update per piece, one vector per channel block, parallel rows";
+        } else {
+          blocked(ci, w, h, cb, n) = out(w, h, cb * block + ci, n);
+          text = schedule_blocked_output(blocked, layouts.format, gen, channels);
+        }
         set_layout(blocked.output_buffer(), shape);
-        text = schedule_blocked_output(blocked, layouts.format, gen, channels);
         out = blocked;
       } else {
         // Blocked inputs are read a whole block of channels per vector.

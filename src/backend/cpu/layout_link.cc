@@ -79,31 +79,30 @@ LayoutLinks link_layouts(const PrimGraph& g, const std::vector<Kernel>& kernels,
     int producer = producer_of[t];
     bool onednn_side = !compiled[producer]->layout_by_strides();
     std::string format = onednn_side ? compiled[producer]->output_format() : "";
+    // Every Halide kernel on t with its current format (one per kernel, for all its tensors).
+    std::vector<std::pair<int, std::string>> halide_sides;
+    if (!onednn_side) halide_sides.emplace_back(producer, compiled[producer]->output_format());
     for (auto [k, j] : readers[t]) {
       std::string f = compiled[k]->input_format(j);
       if (f.empty()) return;  // this reader cannot take t linked: nothing links, nothing is fixed
-      if (compiled[k]->layout_by_strides()) continue;
+      if (compiled[k]->layout_by_strides()) {
+        halide_sides.emplace_back(k, f);
+        continue;
+      }
       if (!format.empty() && f != format) return;  // oneDNN sides disagree (not rebuilt for Halide)
       format = f;
       onednn_side = true;
     }
     if (!onednn_side) format = compiled[producer]->output_format();
     if (format != "nhwc" && format != native_blocked) return;
-    std::vector<int> sides = {producer}, to_switch;
-    for (auto [k, j] : readers[t]) sides.push_back(k);
-    for (int k : sides) {
-      if (!compiled[k]->layout_by_strides()) continue;
-      bool same = k == producer ? compiled[k]->output_format() == format
-                                : std::all_of(readers[t].begin(), readers[t].end(), [&](const std::pair<int, int>& r) {
-                                    return r.first != k || compiled[k]->input_format(r.second) == format;
-                                  });
-      if (same) continue;
+    std::vector<int> to_switch;
+    for (const auto& [k, current] : halide_sides) {
+      if (current == format) continue;
       if (format_fixed[k] || !compiled[k]->use_format(format, false)) return;
       to_switch.push_back(k);
     }
     if (onednn_side)
-      for (int k : sides)
-        if (compiled[k]->layout_by_strides()) format_fixed[k] = 1;
+      for (const auto& side : halide_sides) format_fixed[side.first] = 1;
     for (int k : to_switch) compiled[k]->use_format(format, true);
   };
   std::vector<TensorId> strided;  // links that involve a Halide kernel (layout_by_strides)

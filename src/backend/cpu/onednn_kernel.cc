@@ -100,14 +100,10 @@ MD dense_md(const Dims& dims) { return strided_md(dims, dense_strides(dims)); }
 // A dense layout of `dims` with the last two axes swapped in memory (a MatMul's B stored N x K).
 MD transposed_md(const Dims& dims) {
   size_t r = dims.size();
-  Dims strides(r);
-  strides[r - 2] = 1;
-  strides[r - 1] = dims[r - 2];
-  dnnl_dim_t step = dims[r - 2] * dims[r - 1];
-  for (size_t i = r - 2; i-- > 0;) {
-    strides[i] = step;
-    step *= dims[i];
-  }
+  Dims swapped = dims;
+  std::swap(swapped[r - 2], swapped[r - 1]);
+  Dims strides = dense_strides(swapped);
+  std::swap(strides[r - 2], strides[r - 1]);
   return strided_md(dims, strides);
 }
 MD any_md(const Dims& dims) { return MD(dims, memory::data_type::f32, memory::format_tag::any); }

@@ -79,7 +79,8 @@ void check_channels_last(const PrimGraph& g, const Kernel& k, cpu::CompiledKerne
     auto compiled = cpu::compile_kernel(g, k, &why);
     ASSERT_NE(compiled, nullptr) << why;
     int block = cpu::channel_block(format);
-    bool divisible = !candidates.output || cpu::takes_format(g.tensor(k.output).shape, format);
+    bool divisible = (!candidates.output || cpu::takes_format(g.tensor(k.output).shape, format)) &&
+                     (!candidates.blocked_only || cpu::output_concat_takes_format(g, k, format));
     for (size_t i = 0; i < k.inputs.size(); ++i)
       if (candidates.inputs[i] && !cpu::takes_format(g.tensor(k.inputs[i]).shape, format)) divisible = false;
     ASSERT_EQ(compiled->use_format(format, true), divisible);
@@ -112,6 +113,10 @@ void check_channels_last(const PrimGraph& g, const Kernel& k, cpu::CompiledKerne
     }
     EXPECT_NE(compiled->describe().find(block > 0 ? "nChw" : "channels-last"), std::string::npos)
         << compiled->describe();
+    if (candidates.blocked_only && candidates.output) {
+      EXPECT_NE(compiled->describe().find("channel concat: one update per piece"), std::string::npos)
+          << compiled->describe();
+    }
   }
 }
 
@@ -478,6 +483,59 @@ std::vector<Case> cases() {
                   TensorId y = g.add_primitive(PrimOp::Add, {x, bias}, {});
                   TensorId s = g.add_primitive(PrimOp::Mul, {y, g.add_primitive(PrimOp::Sigmoid, {y}, {})}, {});
                   g.mark_output(g.add_primitive(PrimOp::Add, {s, res}, {}));
+                  return g;
+                }});
+  // A kernel ending in a channel Concat: channels-last in blocked formats only, each piece
+  // written whole blocks (8 + 16 + 8 channels: nChw8c; 16 + 16: nChw16c too).
+  for (std::vector<int64_t> pieces : {std::vector<int64_t>{8, 16, 8}, std::vector<int64_t>{16, 16}}) {
+    std::string name = "SiLU and a nearest upsample, then a channel concat of";
+    for (int64_t c : pieces) name += " " + std::to_string(c);
+    cs.push_back({name + " (channels-last candidate)", [pieces] {
+                    PrimGraph g;
+                    std::vector<TensorId> parts;
+                    for (size_t i = 0; i < pieces.size(); ++i) {
+                      std::string id = std::to_string(i);
+                      if (i == 1) {  // upsampled 2x: [1, c, 3, 5] -> [1, c, 6, 10]
+                        TensorId x = g.add_input("small" + id, DType::F32, {1, pieces[i], 3, 5});
+                        Attrs up;
+                        up.set("sizes", std::vector<int64_t>{1, pieces[i], 6, 10});
+                        up.set("scales", std::vector<double>{1, 1, 2, 2}).set("roi", std::vector<double>(8, 0.0));
+                        up.set("mode", std::string("nearest")).set("coord_mode", std::string("asymmetric"));
+                        up.set("nearest_mode", std::string("floor")).set("cubic_coeff_a", -0.75);
+                        up.set("exclude_outside", int64_t{0}).set("extrapolation_value", 0.0);
+                        parts.push_back(g.add_primitive(PrimOp::Resize, {x}, up));
+                      } else {
+                        TensorId x = g.add_input("x" + id, DType::F32, {1, pieces[i], 6, 10});
+                        parts.push_back(g.add_primitive(PrimOp::Mul, {x, g.add_primitive(PrimOp::Sigmoid, {x}, {})}, {}));
+                      }
+                    }
+                    g.mark_output(g.add_primitive(PrimOp::Concat, parts, Attrs().set("axis", int64_t{1})));
+                    return g;
+                  }});
+  }
+  cs.push_back({"SPP of 16 channels: max pools 5, 9, 13 then a channel concat (channels-last candidate)", [] {
+                  PrimGraph g;
+                  TensorId x = g.add_input("x", DType::F32, {1, 16, 13, 11});
+                  std::vector<TensorId> parts = {x};
+                  for (int64_t k : {5, 9, 13}) {
+                    Attrs pool;
+                    pool.set("kernel", std::vector<int64_t>{k, k}).set("strides", std::vector<int64_t>{1, 1});
+                    pool.set("pads", std::vector<int64_t>{k / 2, k / 2, k / 2, k / 2});
+                    pool.set("dilations", std::vector<int64_t>{1, 1}).set("ceil_mode", int64_t{0});
+                    parts.push_back(g.add_primitive(PrimOp::MaxPool, {x}, pool));
+                  }
+                  g.mark_output(g.add_primitive(PrimOp::Concat, parts, Attrs().set("axis", int64_t{1})));
+                  return g;
+                }});
+  cs.push_back({"average pool 3x3 stride 2 plus a residual (channels-last candidate)", [] {
+                  PrimGraph g;
+                  TensorId x = g.add_input("x", DType::F32, {1, 24, 9, 10});
+                  TensorId res = g.add_input("res", DType::F32, {1, 24, 5, 5});
+                  Attrs pool;
+                  pool.set("kernel", std::vector<int64_t>{3, 3}).set("strides", std::vector<int64_t>{2, 2});
+                  pool.set("pads", std::vector<int64_t>{1, 1, 1, 1}).set("dilations", std::vector<int64_t>{1, 1});
+                  pool.set("ceil_mode", int64_t{0}).set("count_include_pad", int64_t{0});
+                  g.mark_output(g.add_primitive(PrimOp::Add, {g.add_primitive(PrimOp::AvgPool, {x}, pool), res}, {}));
                   return g;
                 }});
   cs.push_back({"max and sum over pixels, no keepdims (channels-last candidate)", [] {
