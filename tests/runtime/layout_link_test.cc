@@ -288,5 +288,69 @@ TEST(LayoutLink, HalideChainBetweenConvolutionsAndChannelsTheBlockDoesNotDivide)
   }
 }
 
+// YOLO's CSP and SPP joins between 3x3 convolutions (1x1 ones may run as plain GEMMs):
+// [SiLU(a), b] concatenated over channels, then max pools of that concatenated with it. In this
+// CPU's blocked format (oneDNN's choice for the convs here) both Halide kernels link on every
+// tensor, each concat piece written as whole channel blocks; where the convs run nhwc the concat
+// kernels are not linked (they take blocked formats only). Outputs match the reference either way.
+TEST(LayoutLink, ChannelConcatsBetweenConvolutionsLinkBlocked) {
+  Chain c;
+  const int64_t channels = 16, size = 13;
+  TensorId x = c.g.add_input("x", DType::F32, {1, channels, size, size});
+  TensorId a = c.conv(x, channels, 3);
+  c.end_kernel();
+  TensorId b = c.conv(x, channels, 3);
+  c.end_kernel();
+  TensorId silu = c.add(PrimOp::Mul, {a, c.add(PrimOp::Sigmoid, {a})});
+  TensorId csp = c.add(PrimOp::Concat, {silu, b}, Attrs().set("axis", int64_t{1}));
+  c.end_kernel();
+  TensorId y = c.conv(csp, 2 * channels, 3);
+  c.end_kernel();
+  std::vector<TensorId> parts = {y};
+  for (int64_t k : {5, 9}) {
+    parts.push_back(c.add(PrimOp::MaxPool, {y},
+                          Attrs()
+                              .set("kernel", Ints{k, k})
+                              .set("strides", Ints{1, 1})
+                              .set("pads", Ints{k / 2, k / 2, k / 2, k / 2})
+                              .set("dilations", Ints{1, 1})
+                              .set("ceil_mode", int64_t{0})));
+  }
+  TensorId spp = c.add(PrimOp::Concat, parts, Attrs().set("axis", int64_t{1}));
+  c.end_kernel();
+  TensorId out = c.conv(spp, channels, 3);
+  c.end_kernel();
+  c.g.mark_output(out);
+  c.plan.strategy = "test";
+  std::vector<TensorData> inputs = {random_tensor({1, channels, size, size}, c.rng)};
+  std::vector<TensorData> expected = reference::run_graph(c.g, inputs);
+  int linked = 0, unlinked = 0;
+  std::string desc, desc_plain;
+  std::vector<TensorData> got = run_plan(c, inputs, "", &linked, &desc);
+  std::vector<TensorData> plain = run_plan(c, inputs, "0", &unlinked, &desc_plain);
+  std::cout << desc;
+  for (const std::vector<TensorData>* o : {&got, &plain}) {
+    Comparison cmp = compare_tensors((*o)[0], expected[0], Tolerance{});
+    EXPECT_TRUE(cmp.pass) << "max abs " << cmp.max_abs_error << "\n" << desc;
+  }
+  std::string format;
+  for (std::string f : {"nhwc", "nChw8c", "nChw16c"})
+    if (desc_plain.find(", " + f + ")") != std::string::npos) format = f;
+  if (format != cpu::native_blocked_format()) {
+    EXPECT_EQ(desc.find("channel concat"), std::string::npos) << desc;
+    GTEST_SKIP() << "oneDNN runs these convolutions in " << (format.empty() ? "a plain layout" : format)
+                 << ", not this CPU's blocked format";
+  }
+  EXPECT_EQ(linked, 5) << desc;  // a, b, csp, y, spp
+  size_t first = desc.find("channel concat: one update per piece");
+  ASSERT_NE(first, std::string::npos) << desc;
+  EXPECT_NE(desc.find("channel concat: one update per piece", first + 1), std::string::npos) << desc;
+  std::istringstream lines(desc);
+  for (std::string line; std::getline(lines, line);)
+    if (line.rfind("halide", 0) == 0) {
+      EXPECT_NE(line.find("[" + format + " in/out kept]"), std::string::npos) << line;
+    }
+}
+
 }  // namespace
 }  // namespace korch

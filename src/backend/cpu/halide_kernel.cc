@@ -1123,8 +1123,8 @@ TensorData permute_activation(const TensorData& t, const std::string& format, bo
   // times that view's strides, so each layout is defined in one place.
   std::vector<halide_dimension_t> d = layout_dimensions(s, format);
   auto stored = [&](int64_t in, int64_t ic, int64_t ih, int64_t iw) {
-    std::vector<int64_t> at = block == 0 ? std::vector<int64_t>{iw, ih, ic, in}
-                                         : std::vector<int64_t>{ic % block, iw, ih, ic / block, in};
+    std::vector<int64_t> at =
+        block == 0 ? std::vector<int64_t>{iw, ih, ic, in} : std::vector<int64_t>{ic % block, iw, ih, ic / block, in};
     int64_t offset = 0;
     for (size_t i = 0; i < at.size(); ++i) offset += at[i] * d[i].stride;
     return offset;

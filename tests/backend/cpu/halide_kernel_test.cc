@@ -490,28 +490,29 @@ std::vector<Case> cases() {
   for (std::vector<int64_t> pieces : {std::vector<int64_t>{8, 16, 8}, std::vector<int64_t>{16, 16}}) {
     std::string name = "SiLU and a nearest upsample, then a channel concat of";
     for (int64_t c : pieces) name += " " + std::to_string(c);
-    cs.push_back({name + " (channels-last candidate)", [pieces] {
-                    PrimGraph g;
-                    std::vector<TensorId> parts;
-                    for (size_t i = 0; i < pieces.size(); ++i) {
-                      std::string id = std::to_string(i);
-                      if (i == 1) {  // upsampled 2x: [1, c, 3, 5] -> [1, c, 6, 10]
-                        TensorId x = g.add_input("small" + id, DType::F32, {1, pieces[i], 3, 5});
-                        Attrs up;
-                        up.set("sizes", std::vector<int64_t>{1, pieces[i], 6, 10});
-                        up.set("scales", std::vector<double>{1, 1, 2, 2}).set("roi", std::vector<double>(8, 0.0));
-                        up.set("mode", std::string("nearest")).set("coord_mode", std::string("asymmetric"));
-                        up.set("nearest_mode", std::string("floor")).set("cubic_coeff_a", -0.75);
-                        up.set("exclude_outside", int64_t{0}).set("extrapolation_value", 0.0);
-                        parts.push_back(g.add_primitive(PrimOp::Resize, {x}, up));
-                      } else {
-                        TensorId x = g.add_input("x" + id, DType::F32, {1, pieces[i], 6, 10});
-                        parts.push_back(g.add_primitive(PrimOp::Mul, {x, g.add_primitive(PrimOp::Sigmoid, {x}, {})}, {}));
-                      }
-                    }
-                    g.mark_output(g.add_primitive(PrimOp::Concat, parts, Attrs().set("axis", int64_t{1})));
-                    return g;
-                  }});
+    cs.push_back(
+        {name + " (channels-last candidate)", [pieces] {
+           PrimGraph g;
+           std::vector<TensorId> parts;
+           for (size_t i = 0; i < pieces.size(); ++i) {
+             std::string id = std::to_string(i);
+             if (i == 1) {  // upsampled 2x: [1, c, 3, 5] -> [1, c, 6, 10]
+               TensorId x = g.add_input("small" + id, DType::F32, {1, pieces[i], 3, 5});
+               Attrs up;
+               up.set("sizes", std::vector<int64_t>{1, pieces[i], 6, 10});
+               up.set("scales", std::vector<double>{1, 1, 2, 2}).set("roi", std::vector<double>(8, 0.0));
+               up.set("mode", std::string("nearest")).set("coord_mode", std::string("asymmetric"));
+               up.set("nearest_mode", std::string("floor")).set("cubic_coeff_a", -0.75);
+               up.set("exclude_outside", int64_t{0}).set("extrapolation_value", 0.0);
+               parts.push_back(g.add_primitive(PrimOp::Resize, {x}, up));
+             } else {
+               TensorId x = g.add_input("x" + id, DType::F32, {1, pieces[i], 6, 10});
+               parts.push_back(g.add_primitive(PrimOp::Mul, {x, g.add_primitive(PrimOp::Sigmoid, {x}, {})}, {}));
+             }
+           }
+           g.mark_output(g.add_primitive(PrimOp::Concat, parts, Attrs().set("axis", int64_t{1})));
+           return g;
+         }});
   }
   cs.push_back({"SPP of 16 channels: max pools 5, 9, 13 then a channel concat (channels-last candidate)", [] {
                   PrimGraph g;
