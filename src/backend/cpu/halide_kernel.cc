@@ -1244,12 +1244,20 @@ bool build_halide_pipeline(const PrimGraph& g, const Kernel& k, const Halide::Ta
             int blocks = static_cast<int>(g.tensor(t).shape[1] / block);
             RDom r(0, blocks, "piece" + std::to_string(piece));
             blocked(ci, w, h, r.x + first_block, n) = gen.value_at(t, {n, r.x * block + ci, h, w});
-            blocked.update(piece).reorder(ci, w, h, r.x, n).vectorize(ci, block).parallel(h);
+            // A piece of several blocks: its blocks in parallel (one parallel loop per piece; rows
+            // in parallel per block cost a fork and join per block: +25% on 52x52 pieces).
+            Halide::Stage update = blocked.update(piece);
+            update.reorder(ci, w, h, r.x, n).vectorize(ci, block);
+            if (blocks >= 2)
+              update.parallel(r.x);
+            else
+              update.parallel(h);
             first_block += blocks;
             ++piece;
           }
           schedule_channel_reductions(gen, channels, block);
-          text = layouts.format + ", channel concat: one update per piece, one vector per channel block, parallel rows";
+          text = layouts.format +
+                 ", channel concat: one update per piece, one vector per channel block, blocks in parallel";
         } else {
           blocked(ci, w, h, cb, n) = out(w, h, cb * block + ci, n);
           text = schedule_blocked_output(blocked, layouts.format, gen, channels);
