@@ -90,10 +90,10 @@ bool build_halide_pipeline(const PrimGraph& g, const Kernel& k, const Halide::Ta
 // The tensors of a memory-bound kernel that can be linked in an activation layout: 4-D float
 // activations (not constants) with more than one channel and pixel, in a kernel made only of
 // primitives whose loops stay contiguous over channels (elementwise, broadcast, spatial
-// reductions, 2-D pooling windows, spatial pads and resizes). Flags as in HalideLayouts (format nhwc); nothing set
-// when the kernel has other primitives. Correctness never depends on it (Halide indexes through
-// strides). A kernel whose last primitive is a Concat over channels is a candidate too, in this
-// CPU's blocked format only (blocked_only), when every piece is whole channel blocks.
+// reductions, 2-D pooling windows, spatial pads and resizes). Flags as in HalideLayouts (format
+// nhwc, or blocked for a concat below); nothing set when the kernel has other primitives. Correctness never depends on
+// it (Halide indexes through strides). A kernel whose last primitive is a Concat over channels is a candidate too, in
+// this CPU's blocked format only (blocked_only), when every piece is whole channel blocks.
 HalideLayouts channels_last_candidates(const PrimGraph& g, const Kernel& k);
 // Whether `format` can hold a kernel's output written piece by piece: true unless the kernel ends
 // in a channel Concat, which then needs a blocked format whose block divides every piece.

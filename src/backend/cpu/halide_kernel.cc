@@ -1237,7 +1237,7 @@ bool build_halide_pipeline(const PrimGraph& g, const Kernel& k, const Halide::Ta
         Func blocked("blocked_output");
         if (std::optional<PrimId> concat = output_channel_concat(g, k)) {
           // A channel Concat: each piece is written by its own update over its channel blocks
-          // (whole-vector loads and stores, no select between pieces), its rows in parallel.
+          // (whole-vector loads and stores, no select between pieces).
           blocked(ci, w, h, cb, n) = Halide::undef(storage_type(g.tensor(k.output).dtype));
           int first_block = 0, piece = 0;
           for (TensorId t : g.prim(*concat).inputs) {

@@ -256,20 +256,23 @@ std::vector<Case> cases() {
   // Max pools as the separable two-pass stencil: YOLO's SPP block (stride 1, same padding, three
   // window sizes concatenated), a pool that is the kernel's output, asymmetric pads with a
   // stride, batch 2 (parallel over images), and a 1-D pool (direct window).
-  cs.push_back({"SPP: MaxPool 5/9/13 s1 same pad + Concat", [] {
-                  PrimGraph g;
-                  TensorId x = g.add_input("x", DType::F32, {1, 4, 13, 13});
-                  std::vector<TensorId> parts = {x};
-                  for (int64_t k : {5, 9, 13}) {
-                    Attrs a;
-                    a.set("kernel", std::vector<int64_t>{k, k}).set("strides", std::vector<int64_t>{1, 1});
-                    a.set("pads", std::vector<int64_t>{k / 2, k / 2, k / 2, k / 2});
-                    a.set("dilations", std::vector<int64_t>{1, 1}).set("ceil_mode", int64_t{0});
-                    parts.push_back(g.add_primitive(PrimOp::MaxPool, {x}, a));
-                  }
-                  g.mark_output(g.add_primitive(PrimOp::Concat, parts, Attrs().set("axis", int64_t{1})));
-                  return g;
-                }});
+  // 16 channels: also a channels-last candidate in the blocked formats (whole channel blocks).
+  for (Shape spp_in : {Shape{1, 4, 13, 13}, Shape{1, 16, 13, 11}}) {
+    cs.push_back({"SPP: MaxPool 5/9/13 s1 same pad + Concat, input " + shape_str(spp_in), [spp_in] {
+                    PrimGraph g;
+                    TensorId x = g.add_input("x", DType::F32, spp_in);
+                    std::vector<TensorId> parts = {x};
+                    for (int64_t k : {5, 9, 13}) {
+                      Attrs a;
+                      a.set("kernel", std::vector<int64_t>{k, k}).set("strides", std::vector<int64_t>{1, 1});
+                      a.set("pads", std::vector<int64_t>{k / 2, k / 2, k / 2, k / 2});
+                      a.set("dilations", std::vector<int64_t>{1, 1}).set("ceil_mode", int64_t{0});
+                      parts.push_back(g.add_primitive(PrimOp::MaxPool, {x}, a));
+                    }
+                    g.mark_output(g.add_primitive(PrimOp::Concat, parts, Attrs().set("axis", int64_t{1})));
+                    return g;
+                  }});
+  }
   struct PoolCase {
     std::vector<int64_t> in, kernel, strides, pads;
   };
@@ -514,20 +517,6 @@ std::vector<Case> cases() {
            return g;
          }});
   }
-  cs.push_back({"SPP of 16 channels: max pools 5, 9, 13 then a channel concat (channels-last candidate)", [] {
-                  PrimGraph g;
-                  TensorId x = g.add_input("x", DType::F32, {1, 16, 13, 11});
-                  std::vector<TensorId> parts = {x};
-                  for (int64_t k : {5, 9, 13}) {
-                    Attrs pool;
-                    pool.set("kernel", std::vector<int64_t>{k, k}).set("strides", std::vector<int64_t>{1, 1});
-                    pool.set("pads", std::vector<int64_t>{k / 2, k / 2, k / 2, k / 2});
-                    pool.set("dilations", std::vector<int64_t>{1, 1}).set("ceil_mode", int64_t{0});
-                    parts.push_back(g.add_primitive(PrimOp::MaxPool, {x}, pool));
-                  }
-                  g.mark_output(g.add_primitive(PrimOp::Concat, parts, Attrs().set("axis", int64_t{1})));
-                  return g;
-                }});
   cs.push_back({"average pool 3x3 stride 2 plus a residual (channels-last candidate)", [] {
                   PrimGraph g;
                   TensorId x = g.add_input("x", DType::F32, {1, 24, 9, 10});
