@@ -21,6 +21,7 @@ struct ProfilerStats {
   int cache_hits = 0;
   int dropped = 0;  // backend refused or result mismatched
   int mismatches = 0;
+  int variants = 0;    // schedule variants compiled, verified and timed (a kernel's default one included)
   double seconds = 0;  // time spent compiling, verifying and timing
 };
 

@@ -3,9 +3,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 
 #include "backend/cpu/layout_link.h"
+#include "runtime/link_verification.h"
 #include "util/error.h"
 
 namespace korch {
@@ -72,7 +74,15 @@ Executor::Executor(const PrimGraph& g, Plan plan, int threads) : g_(g), plan_(st
     }
     kernels_.push_back(std::move(compiled));
   }
-  cpu::LayoutLinks links = cpu::link_layouts(g_, plan_.kernels, kernels_);
+  // A Halide kernel links only after its strided build matched its dense one (link_verification.h).
+  auto verify_strided = [&](int i) {
+    std::string why;
+    if (strided_layout_matches_dense(g_, plan_.kernels[i], *kernels_[i], &why)) return true;
+    unlinked_.push_back(why);
+    std::fprintf(stderr, "korch: warning: kernel %d keeps its tensors dense: %s\n", i, why.c_str());
+    return false;
+  };
+  cpu::LayoutLinks links = cpu::link_layouts(g_, plan_.kernels, kernels_, verify_strided);
   linked_ = links.num_linked;
   arena_ = plan_arena(g_, plan_, &links.bytes);
   storage_.resize(std::max<int64_t>(arena_.arena_bytes, 1));  // 64-byte aligned by its allocator

@@ -44,6 +44,9 @@ class Executor {
   // Tensors handed from one oneDNN kernel to the next in oneDNN's internal layout (no
   // reorders through a dense buffer; cpu::link_layouts).
   int num_linked_tensors() const { return linked_; }
+  // Why each Halide kernel whose strided build differed from its dense one keeps its tensors
+  // dense (link_verification.h); empty when every verified link held.
+  const std::vector<std::string>& unlinked_kernels() const { return unlinked_; }
 
  private:
   const PrimGraph& g_;
@@ -56,6 +59,7 @@ class Executor {
   std::vector<KernelTiming> timings_;
   int fallbacks_ = 0;
   int linked_ = 0;
+  std::vector<std::string> unlinked_;
 };
 
 }  // namespace korch

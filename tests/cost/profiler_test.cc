@@ -1,6 +1,6 @@
-// The CPU profiler on a Halide kernel with channels-last candidates: it verifies the kernel in
-// every layout the runtime may link it in (dense, nhwc, this CPU's blocked one) and offers the BLP no
-// link savings for it.
+// The CPU profiler: a Halide kernel with channels-last candidates is verified and timed dense (its
+// linked builds are verified when a plan links them: runtime/link_verification) and offers the BLP
+// no link savings; schedule variants are tried only where the default schedule takes long enough.
 #include "cost/profiler.h"
 
 #include <gtest/gtest.h>
@@ -13,7 +13,7 @@
 namespace korch {
 namespace {
 
-TEST(CpuProfiler, VerifiesChannelsLastHalideKernelsInEveryLinkedLayout) {
+TEST(CpuProfiler, MeasuresChannelsLastHalideKernelsDenseWithoutLinkSavings) {
   PrimGraph g;  // 48 channels: both blocked formats apply (nChw8c on AVX2, nChw16c on AVX-512)
   TensorId x = g.add_input("x", DType::F32, {1, 48, 10, 12});
   auto bias = std::make_shared<TensorData>(DType::F32, Shape{1, 48, 1, 1});
@@ -32,6 +32,25 @@ TEST(CpuProfiler, VerifiesChannelsLastHalideKernelsInEveryLinkedLayout) {
   EXPECT_EQ(profiler.stats().mismatches, 0);
   // Its layout links are decided per kernel at run time; the BLP is offered none.
   EXPECT_TRUE(profiler.link_savings(k).empty());
+}
+
+// A kernel of a few microseconds keeps its default schedule without compiling the others; a
+// 2048x2048 transpose (milliseconds) has its block-transpose variant compiled and timed too.
+TEST(CpuProfiler, TriesScheduleVariantsWhereTheyCanPay) {
+  auto transpose = [](int64_t n) {
+    PrimGraph g;
+    TensorId x = g.add_input("x", DType::F32, {n, n});
+    g.mark_output(g.add_primitive(PrimOp::Transpose, {x}, Attrs().set("perm", std::vector<int64_t>{1, 0})));
+    return g;
+  };
+  for (int64_t n : {16, 2048}) {
+    PrimGraph g = transpose(n);
+    Kernel k = make_kernel(g, {0});
+    ASSERT_EQ(cpu::schedule_variants(g, k), 2);
+    CpuProfiler profiler(2, nullptr);
+    ASSERT_TRUE(profiler.measure(g, k).has_value());
+    EXPECT_EQ(profiler.stats().variants, n == 16 ? 1 : 2) << n << "x" << n;
+  }
 }
 
 }  // namespace

@@ -95,6 +95,7 @@ std::vector<TensorData> run_plan(const Chain& c, const std::vector<TensorData>& 
   std::vector<TensorData> out = exec.run(inputs);
   out = exec.run(inputs);  // the arena is reused across runs
   *linked = exec.num_linked_tensors();
+  EXPECT_TRUE(exec.unlinked_kernels().empty()) << exec.unlinked_kernels().front();
   descriptions->clear();
   for (const KernelTiming& t : exec.last_timings()) *descriptions += t.description + "\n";
   return out;

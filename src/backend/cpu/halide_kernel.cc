@@ -694,6 +694,7 @@ class HalideKernel : public CompiledKernel {
     kept_.inputs.assign(k.inputs.size(), 0);
     kept_.format = candidates_.format;
     candidates_.inputs.resize(k.inputs.size(), 0);
+    built_ = kept_;
   }
   void run(const std::vector<const void*>& inputs, void* output) override {
     if (stale_) rebuild();
@@ -722,13 +723,13 @@ class HalideKernel : public CompiledKernel {
   }
   void keep_input_layout(int input) override {
     KORCH_CHECK(candidates_.inputs.at(input), "input ", input, " of a Halide kernel cannot be linked");
-    if (!kept_.inputs[input]) stale_ = true;
     kept_.inputs[input] = 1;
+    stale_ = !same_layouts(kept_, built_);
   }
   void keep_output_layout() override {
     KORCH_CHECK(candidates_.output, "the Halide kernel's output cannot be linked");
-    if (!kept_.output) stale_ = true;
     kept_.output = true;
+    stale_ = !same_layouts(kept_, built_);
   }
   std::string output_format() const override { return candidates_.output ? candidates_.format : ""; }
   std::string input_format(int input) const override { return candidates_.inputs.at(input) ? candidates_.format : ""; }
@@ -749,9 +750,9 @@ class HalideKernel : public CompiledKernel {
   }
   bool layout_by_strides() const override { return true; }
   bool reset_to_dense() override {
-    if (kept_.any()) stale_ = true;
     kept_.inputs.assign(kept_.inputs.size(), 0);
     kept_.output = false;
+    stale_ = !same_layouts(kept_, built_);
     return true;
   }
 
@@ -759,12 +760,18 @@ class HalideKernel : public CompiledKernel {
   static int64_t dense_bytes(const TensorInfo& t) {
     return num_elements(t.shape) * static_cast<int64_t>(dtype_size(t.dtype));
   }
+  // Whether two layout choices build the same pipeline (with nothing kept, the format is moot).
+  static bool same_layouts(const HalideLayouts& a, const HalideLayouts& b) {
+    if (!a.any() && !b.any()) return true;
+    return a.inputs == b.inputs && a.output == b.output && a.format == b.format;
+  }
   void rebuild() {
     std::string why;
     KORCH_CHECK(build_halide_pipeline(*graph_, kernel_, target_, &pipeline_, &params_, &description_, &why, kept_),
                 "Halide kernel for the kept ", kept_.format, " layouts: ", why);
     pipeline_.jit_handlers().custom_do_par_for = omp_do_par_for;
     pipeline_.compile_jit(target_);
+    built_ = kept_;
     stale_ = false;
   }
 
@@ -776,7 +783,8 @@ class HalideKernel : public CompiledKernel {
   std::string description_;
   HalideLayouts candidates_;  // what may be linked, and in which format
   HalideLayouts kept_;        // what is (same format)
-  bool stale_ = false;        // the pipeline is not built for kept_ yet
+  HalideLayouts built_;       // what the pipeline is built for (a strided build survives a reset to dense)
+  bool stale_ = false;        // the pipeline is not built for kept_ (rebuilt on the next run)
   std::vector<TensorInfo> inputs_;
   TensorInfo output_;
 };

@@ -32,7 +32,8 @@ bool halide_layout_links_enabled() {
 }
 
 LayoutLinks link_layouts(const PrimGraph& g, const std::vector<Kernel>& kernels,
-                         const std::vector<std::unique_ptr<CompiledKernel>>& compiled) {
+                         const std::vector<std::unique_ptr<CompiledKernel>>& compiled,
+                         const std::function<bool(int)>& verify_strided) {
   KORCH_CHECK(kernels.size() == compiled.size(), "link_layouts: ", kernels.size(), " kernels but ", compiled.size(),
               " compiled ones");
   LayoutLinks links;
@@ -70,7 +71,7 @@ LayoutLinks link_layouts(const PrimGraph& g, const std::vector<Kernel>& kernels,
     });
   };
   // Halide kernels take the format of their oneDNN neighbours, each kernel one format, and only
-  // nhwc or this CPU's blocked format (the two the profiler verified them in). A tensor between a
+  // nhwc or this CPU's blocked format (the two their strided builds are tested in). A tensor between a
   // Halide kernel and oneDNN kernels that can link fixes the Halide kernels' format; a tensor only
   // between Halide kernels switches an unfixed reader to its producer's format without fixing it.
   std::vector<char> format_fixed(kernels.size(), 0);
@@ -161,16 +162,32 @@ LayoutLinks link_layouts(const PrimGraph& g, const std::vector<Kernel>& kernels,
     if (!compiled[i]->output_layout().empty()) ts.push_back(kernels[i].output);
     return ts;
   };
-  for (bool changed = true; changed;) {
-    changed = false;
+  // Then each kernel left complete is verified in its format (verify_strided); one that fails drops
+  // its links too, and the rest settle again.
+  std::vector<signed char> verified(kernels.size(), -1);
+  for (bool dropped = true; dropped;) {
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (size_t i = 0; i < kernels.size(); ++i) {
+        if (!compiled[i]->layout_by_strides()) continue;
+        std::vector<TensorId> ts = candidate_tensors(i);
+        bool complete = std::all_of(ts.begin(), ts.end(), [&](TensorId t) { return candidate[t] != 0; });
+        bool any = std::any_of(ts.begin(), ts.end(), [&](TensorId t) { return candidate[t] != 0; });
+        if (complete || !any) continue;
+        for (TensorId t : ts) candidate[t] = 0;
+        changed = true;
+      }
+    }
+    dropped = false;
+    if (!verify_strided) break;
     for (size_t i = 0; i < kernels.size(); ++i) {
-      if (!compiled[i]->layout_by_strides()) continue;
+      if (!compiled[i]->layout_by_strides() || verified[i] >= 0) continue;
       std::vector<TensorId> ts = candidate_tensors(i);
-      bool complete = std::all_of(ts.begin(), ts.end(), [&](TensorId t) { return candidate[t] != 0; });
-      bool any = std::any_of(ts.begin(), ts.end(), [&](TensorId t) { return candidate[t] != 0; });
-      if (complete || !any) continue;
+      if (ts.empty() || !std::all_of(ts.begin(), ts.end(), [&](TensorId t) { return candidate[t] != 0; })) continue;
+      verified[i] = verify_strided(static_cast<int>(i)) ? 1 : 0;
+      if (verified[i]) continue;
       for (TensorId t : ts) candidate[t] = 0;
-      changed = true;
+      dropped = true;
     }
   }
   for (TensorId t : strided)

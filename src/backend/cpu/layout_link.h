@@ -24,6 +24,7 @@
 // are for A/B timing.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -45,7 +46,11 @@ struct LayoutLinks {
 // is not 0 or onednn).
 bool halide_layout_links_enabled();
 
+// verify_strided(i) is asked once per Halide kernel i before it links every one of its candidate
+// tensors in its format (the kernel keeps nothing yet); false keeps all its tensors dense. Empty:
+// every such link is taken.
 LayoutLinks link_layouts(const PrimGraph& g, const std::vector<Kernel>& kernels,
-                         const std::vector<std::unique_ptr<CompiledKernel>>& compiled);
+                         const std::vector<std::unique_ptr<CompiledKernel>>& compiled,
+                         const std::function<bool(int)>& verify_strided = {});
 
 }  // namespace korch::cpu

@@ -1,0 +1,167 @@
+// Link verification: a Halide kernel's strided build (its tensors in nhwc or the blocked format)
+// is compared with its dense build before it links; one that differs, or fails, is reported and
+// keeps all its tensors dense, and link_layouts then links nothing around it.
+#include "runtime/link_verification.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <stdexcept>
+
+#include "backend/cpu/compiled_kernel.h"
+#include "backend/cpu/layout_link.h"
+#include "orchestrate/plan.h"
+
+namespace korch {
+namespace {
+
+using Ints = std::vector<int64_t>;
+
+TensorId conv(PrimGraph& g, TensorId x, int64_t out_c, std::vector<PrimId>* prims) {
+  int64_t in_c = g.tensor(x).shape[1];
+  std::mt19937 rng(static_cast<uint32_t>(g.num_tensors()));
+  std::uniform_real_distribution<float> dist(-1, 1);
+  TensorData w(DType::F32, {out_c, in_c, 3, 3});
+  for (int64_t i = 0; i < w.size(); ++i) w.data<float>()[i] = dist(rng) / std::sqrt(static_cast<float>(in_c * 9));
+  TensorId wt = g.add_constant("w" + std::to_string(g.num_tensors()), std::make_shared<TensorData>(std::move(w)));
+  TensorId y = g.add_primitive(PrimOp::Conv, {x, wt},
+                               Attrs()
+                                   .set("strides", Ints{1, 1})
+                                   .set("pads", Ints{1, 1, 1, 1})
+                                   .set("dilations", Ints{1, 1})
+                                   .set("group", int64_t{1}));
+  prims->push_back(g.tensor(y).producer);
+  return y;
+}
+
+// SiLU: one memory-bound kernel whose input and output are channels-last candidates.
+TensorId silu(PrimGraph& g, TensorId x, std::vector<PrimId>* prims) {
+  TensorId s = g.add_primitive(PrimOp::Sigmoid, {x}, Attrs());
+  prims->push_back(g.tensor(s).producer);
+  TensorId y = g.add_primitive(PrimOp::Mul, {x, s}, Attrs());
+  prims->push_back(g.tensor(y).producer);
+  return y;
+}
+
+TEST(LinkVerification, HalideKernelMatchesInEveryFormatItTakes) {
+  PrimGraph g;
+  std::vector<PrimId> prims;
+  TensorId x = g.add_input("x", DType::F32, {1, 16, 9, 7});
+  g.mark_output(silu(g, x, &prims));
+  Kernel k = make_kernel(g, prims);
+  for (const std::string& format : {std::string("nhwc"), cpu::native_blocked_format()}) {
+    std::string why;
+    std::unique_ptr<cpu::CompiledKernel> compiled = cpu::compile_kernel(g, k, &why);
+    ASSERT_TRUE(compiled) << why;
+    ASSERT_TRUE(compiled->layout_by_strides());
+    ASSERT_TRUE(compiled->use_format(format, true)) << format;
+    EXPECT_TRUE(strided_layout_matches_dense(g, k, *compiled, &why)) << why;
+    // Left with nothing kept: the dense build runs until a link keeps tensors again.
+    EXPECT_EQ(compiled->describe().find("kept"), std::string::npos) << compiled->describe();
+    compiled->keep_input_layout(0);
+    compiled->keep_output_layout();
+    EXPECT_NE(compiled->describe().find("[" + format + " in/out kept]"), std::string::npos) << compiled->describe();
+  }
+}
+
+// A stand-in for a Halide kernel whose strided build is wrong (adds `error` to every value) or
+// throws: the verification must say so, with the format.
+class WrongWhenStrided : public cpu::CompiledKernel {
+ public:
+  WrongWhenStrided(int64_t elements, float error, bool throws) : elements_(elements), error_(error), throws_(throws) {}
+  void run(const std::vector<const void*>& inputs, void* output) override {
+    if (kept_ && throws_) throw std::runtime_error("strided build exploded");
+    const float* in = static_cast<const float*>(inputs[0]);
+    float* out = static_cast<float*>(output);
+    for (int64_t i = 0; i < elements_; ++i) out[i] = in[i] + (kept_ ? error_ : 0.0f);
+  }
+  std::string describe() const override { return "wrong-when-strided"; }
+  std::string output_layout() const override { return "nhwc-key"; }
+  std::string input_layout(int) const override { return "nhwc-key"; }
+  std::string output_format() const override { return "nhwc"; }
+  std::string input_format(int) const override { return "nhwc"; }
+  void keep_input_layout(int) override { kept_ = true; }
+  void keep_output_layout() override { kept_ = true; }
+  bool layout_by_strides() const override { return true; }
+  bool reset_to_dense() override {
+    kept_ = false;
+    return true;
+  }
+  bool kept() const { return kept_; }
+
+ private:
+  int64_t elements_;
+  float error_;
+  bool throws_;
+  bool kept_ = false;
+};
+
+TEST(LinkVerification, AStridedBuildThatDiffersOrFailsIsReported) {
+  PrimGraph g;
+  TensorId x = g.add_input("x", DType::F32, {1, 8, 4, 4});
+  TensorId y = g.add_primitive(PrimOp::Relu, {x}, Attrs());
+  g.mark_output(y);
+  Kernel k = make_kernel(g, {g.tensor(y).producer});
+  std::string why;
+  WrongWhenStrided exact(128, 0.0f, false);
+  EXPECT_TRUE(strided_layout_matches_dense(g, k, exact, &why)) << why;
+  WrongWhenStrided off(128, 0.5f, false);
+  EXPECT_FALSE(strided_layout_matches_dense(g, k, off, &why));
+  EXPECT_NE(why.find("nhwc build differs from its dense build (max abs 0.5, 128 elements)"), std::string::npos) << why;
+  EXPECT_FALSE(off.kept());
+  WrongWhenStrided throws(128, 0.0f, true);
+  EXPECT_FALSE(strided_layout_matches_dense(g, k, throws, &why));
+  EXPECT_NE(why.find("nhwc build failed: strided build exploded"), std::string::npos) << why;
+  EXPECT_FALSE(throws.kept());
+}
+
+// conv -> a -> [SiLU] -> s -> conv -> b -> conv: link_layouts asks about the SiLU kernel once,
+// before linking a and s; refused, a and s stay dense and only b (between two convs) links.
+TEST(LinkVerification, AKernelThatFailsKeepsItsTensorsDense) {
+  PrimGraph g;
+  std::vector<std::vector<PrimId>> kernels(4);
+  TensorId x = g.add_input("x", DType::F32, {1, 32, 10, 10});
+  TensorId a = conv(g, x, 32, &kernels[0]);
+  TensorId s = silu(g, a, &kernels[1]);
+  TensorId b = conv(g, s, 32, &kernels[2]);
+  g.mark_output(conv(g, b, 32, &kernels[3]));
+  Plan plan;
+  for (const auto& prims : kernels) plan.kernels.push_back(make_kernel(g, prims));
+  auto compile_all = [&] {
+    std::vector<std::unique_ptr<cpu::CompiledKernel>> compiled;
+    for (const Kernel& k : plan.kernels) {
+      std::string why;
+      compiled.push_back(cpu::compile_kernel(g, k, &why));
+      EXPECT_TRUE(compiled.back()) << why;
+    }
+    return compiled;
+  };
+  std::vector<std::unique_ptr<cpu::CompiledKernel>> accepted = compile_all();
+  std::vector<int> asked;
+  cpu::LayoutLinks yes = cpu::link_layouts(g, plan.kernels, accepted, [&](int i) {
+    asked.push_back(i);
+    return true;
+  });
+  std::string format = accepted[0]->output_format();
+  if (format != "nhwc" && format != cpu::native_blocked_format())
+    GTEST_SKIP() << "oneDNN runs these convolutions in " << format << ", a format Halide kernels do not take";
+  EXPECT_EQ(asked, std::vector<int>{1});
+  EXPECT_TRUE(yes.linked[a] && yes.linked[s] && yes.linked[b]);
+
+  std::vector<std::unique_ptr<cpu::CompiledKernel>> refused = compile_all();
+  asked.clear();
+  cpu::LayoutLinks no = cpu::link_layouts(g, plan.kernels, refused, [&](int i) {
+    asked.push_back(i);
+    return false;
+  });
+  EXPECT_EQ(asked, std::vector<int>{1});
+  EXPECT_FALSE(no.linked[a] || no.linked[s]);
+  EXPECT_TRUE(no.linked[b]);
+  EXPECT_EQ(no.num_linked, 1);
+  EXPECT_EQ(refused[1]->describe().find("kept"), std::string::npos) << refused[1]->describe();
+}
+
+}  // namespace
+}  // namespace korch
