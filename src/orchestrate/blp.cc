@@ -217,7 +217,17 @@ SelectionResult solve_selection_blp(const SelectionProblem& problem, const std::
   Cbc_setMaximumSeconds(model, time_limit_seconds);
   Cbc_setAllowableGap(model, 0.0);
   Cbc_setParameter(model, "ratioGap", "0");
-  for (int k = 0; k < n; ++k) Cbc_addCol(model, "", 0.0, 1.0, problem.candidates[k].cost, 1, 0, nullptr, nullptr);
+  // Zero-half cuts at every node took most of the time on YOLOX-nano's 478-candidate partitions
+  // (15.7 s -> 3.4 s without them, same optimum).
+  Cbc_setParameter(model, "zeroHalfCuts", "off");
+  // Costs are seconds (1e-7 .. 1e-2 for one kernel): CBC's absolute tolerances (1e-7 on reduced
+  // costs) are as large as the smallest ones, and a solve reported optimal came out 1.2% above
+  // the true optimum. The objective is scaled so that the dearest candidate costs 1000.
+  double largest = 0;
+  for (const auto& c : problem.candidates) largest = std::max(largest, std::abs(c.cost));
+  const double scale = largest > 0 ? 1000.0 / largest : 1.0;
+  for (int k = 0; k < n; ++k)
+    Cbc_addCol(model, "", 0.0, 1.0, problem.candidates[k].cost * scale, 1, 0, nullptr, nullptr);
   std::vector<int> idx;
   std::vector<double> val;
   for (int t : problem.required) {
@@ -262,7 +272,7 @@ SelectionResult solve_selection_blp(const SelectionProblem& problem, const std::
     const auto& c = problem.candidates[k];
     if (c.output_link_saving < 0 || is_required[c.output]) continue;
     int z = num_cols++;
-    Cbc_addCol(model, "", 0.0, 1.0, -c.output_link_saving, 0, 0, nullptr, nullptr);
+    Cbc_addCol(model, "", 0.0, 1.0, -c.output_link_saving * scale, 0, 0, nullptr, nullptr);
     link_columns[c.output].push_back(z);
     idx = {z, k};
     val = {1.0, -1.0};
@@ -278,7 +288,7 @@ SelectionResult solve_selection_blp(const SelectionProblem& problem, const std::
     for (auto [t, saving] : problem.candidates[k].input_link_savings) {
       if (link_columns[t].empty() || saving <= 0) continue;
       int w = num_cols++;
-      Cbc_addCol(model, "", 0.0, 1.0, -saving, 0, 0, nullptr, nullptr);
+      Cbc_addCol(model, "", 0.0, 1.0, -saving * scale, 0, 0, nullptr, nullptr);
       idx = {w, k};
       val = {1.0, -1.0};
       Cbc_addRow(model, "", 2, idx.data(), val.data(), 'L', 0.0);
@@ -313,7 +323,7 @@ SelectionResult solve_selection_blp(const SelectionProblem& problem, const std::
            outcome ? "" : str_cat(" (", crash, ")"));
   }
   result.proven_optimal = outcome && outcome->proven_optimal;
-  result.lower_bound = outcome ? outcome->lower_bound : -std::numeric_limits<double>::infinity();
+  result.lower_bound = outcome ? outcome->lower_bound / scale : -std::numeric_limits<double>::infinity();
   result.chosen = prune(problem, chosen);
   result.cost = selection_cost(problem, result.chosen);
   // Stopped early, CBC may hold an incumbent worse than the start it was given: never return

@@ -374,6 +374,7 @@ OptimizeResult optimize(const PrimGraph& g, CostModel& cost, const OptimizeOptio
       int profiling_rounds = 0;
       bool capped = false;
       std::vector<int> previous;  // last round's choice (candidate indices)
+      bool full_solve = !prices.measuring();
       while (true) {
         std::vector<Kernel> active;
         std::vector<std::vector<double>> active_links;
@@ -396,7 +397,9 @@ OptimizeResult optimize(const PrimGraph& g, CostModel& cost, const OptimizeOptio
         if (!active_previous.empty() && selection_is_feasible(problem, active_previous) &&
             (!selection_is_feasible(problem, active_warm) || cost_of(active_previous) < cost_of(active_warm)))
           start = &active_previous;
-        sel = solve_selection_blp(problem, *start, options.solver_time_limit);
+        sel = solve_selection_blp(problem, *start,
+                                  full_solve ? options.solver_time_limit
+                                             : std::min(options.solver_time_limit, options.guide_solve_time_limit));
         ++result.solve_rounds;
         report.solver_seconds += sel.seconds;
         result.solver_seconds += sel.seconds;
@@ -427,7 +430,12 @@ OptimizeResult optimize(const PrimGraph& g, CostModel& cost, const OptimizeOptio
         for (size_t i = 0; i < cands.size(); ++i)
           if (!dropped[i] && prices.is_measured(cands[i]) && !prices.measure(cands[i], cands[i].prims.size() == 1))
             dropped[i] = 1;
-        if (all_measured) break;
+        if (all_measured) {
+          if (full_solve || sel.proven_optimal) break;
+          full_solve = true;  // stopped early on measured kernels only: solve this round in full
+          continue;
+        }
+        full_solve = false;
         if (++profiling_rounds >= options.max_profiling_rounds && !capped) {
           capped = true;
           for (size_t i = 0; i < cands.size(); ++i)

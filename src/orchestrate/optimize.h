@@ -15,7 +15,12 @@ namespace korch {
 struct OptimizeOptions {
   PartitionOptions partition;
   CandidateOptions candidates;
-  double solver_time_limit = 60;  // seconds per partition
+  double solver_time_limit = 60;  // seconds per BLP solve
+  // With lazy profiling, a round whose choice only tells what to measure next stops its solve
+  // after this many seconds (the best selection found so far, never worse than the warm start);
+  // the round that ends a partition is solved under solver_time_limit: when a short solve
+  // chooses only measured kernels without proving it optimal, it is solved once more in full.
+  double guide_solve_time_limit = 2;
   // Lazy profiling rounds per partition before the rest of its unmeasured candidates are
   // dropped (the partition's plan is then optimal over the kernels measured so far, and its
   // status says so). Bounds the optimisation time where each round brings in new kernels.

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
@@ -172,6 +173,31 @@ TEST(Blp, MatchesBruteForceOnRandomDags) {
     ++checked;
   }
   EXPECT_EQ(checked, 200);
+}
+
+// Measured costs are seconds, 1e-7 .. 1e-3 per kernel: as small as CBC's absolute tolerances.
+// The optimum must still be exact (the BLP scales its objective).
+TEST(Blp, SecondsScaleCostsMatchBruteForce) {
+  std::mt19937 rng(4242);
+  int checked = 0;
+  for (int trial = 0; checked < 150 && trial < 5000; ++trial) {
+    int n = 4 + static_cast<int>(rng() % 9);
+    PrimGraph g = random_dag(rng, n);
+    Partition part = whole(g);
+    std::vector<Kernel> cands = candidates_at_most(g, part, 20);
+    std::uniform_real_distribution<double> exponent(-7.0, -3.0);
+    for (Kernel& k : cands) k.cost = std::pow(10.0, exponent(rng));
+    SelectionProblem problem = selection_problem(g, part, cands);
+    SelectionResult exact = solve_selection_brute_force(problem);
+    SelectionResult blp = solve_selection_blp(problem, {}, 30);
+    ASSERT_TRUE(blp.proven_optimal);
+    ASSERT_TRUE(selection_is_feasible(problem, blp.chosen));
+    ASSERT_NEAR(blp.cost, exact.cost, 1e-9 * exact.cost) << "trial " << trial << " with " << n << " primitives";
+    EXPECT_LE(blp.lower_bound, blp.cost * (1 + 1e-9));
+    EXPECT_GE(blp.lower_bound, blp.cost * (1 - 1e-6));
+    ++checked;
+  }
+  EXPECT_EQ(checked, 150);
 }
 
 // Layout links: some candidates keep their output in an internal layout, some read inputs in
@@ -395,6 +421,27 @@ TEST(Optimize, WarmRunReplaysStoredPartitionSolutions) {
   OptimizeResult not_kernels = optimize(g, model, options);
   EXPECT_EQ(not_kernels.num_stored_solutions, 0);
   EXPECT_EQ(not_kernels.korch.kernels.size(), cold.korch.kernels.size());
+}
+
+// Rounds that only pick what to measure next may stop their solve early; the round that ends a
+// partition is solved in full, so the plan is the same optimum as with full solves throughout.
+TEST(Optimize, ShortGuideSolvesEndInTheSameOptimum) {
+  PrimGraph g = residual_net(3);
+  AnalyticCostModel model{MachineFigures{}};
+  std::vector<OptimizeResult> results;
+  for (double guide_limit : {1e-3, 60.0}) {
+    FakeMeasurer measurer(model, 4.0);  // fused kernels dearer than estimated: several rounds
+    OptimizeOptions options;
+    options.measurer = &measurer;
+    options.guide_solve_time_limit = guide_limit;
+    results.push_back(optimize(g, model, options));
+  }
+  for (const OptimizeResult& r : results) {
+    EXPECT_TRUE(r.all_optimal);
+    EXPECT_GT(r.solve_rounds, static_cast<int>(r.partitions.size()));
+  }
+  EXPECT_NEAR(results[0].korch.predicted_seconds(), results[1].korch.predicted_seconds(),
+              1e-9 * results[1].korch.predicted_seconds());
 }
 
 TEST(Optimize, CappedProfilingIsStoredAsNotProvenOptimal) {

@@ -465,7 +465,7 @@ int main(int argc, char** argv) {
     cmd->add_option("--max-kernel-prims", flags.max_kernel_prims, "Primitives per candidate kernel (default 8)");
     cmd->add_option("--max-partition-prims", flags.max_partition_prims,
                     "Primitives per partition (default 64, max 128)");
-    cmd->add_option("--time-limit", flags.time_limit, "Solver time limit per partition, seconds (default 60)");
+    cmd->add_option("--time-limit", flags.time_limit, "Solver time limit per BLP solve, seconds (default 60)");
     cmd->add_option("--threads", flags.threads, "CPU threads (default 2)");
     cmd->add_option("--cache", flags.cache_path, "Profile cache file (default: the user cache)");
     cmd->add_flag("--verbose", flags.verbose, "Log every dropped kernel");
