@@ -99,10 +99,6 @@ std::vector<double> measure_link_savings(const PrimGraph& g, const Kernel& k, cp
   return savings;
 }
 
-// The default schedule's time from which a memory-bound kernel's other schedule variants are
-// compiled and timed too.
-constexpr double kVariantsFromSeconds = 20e-6;
-
 double sum_of_savings(const std::vector<double>& savings) {
   double s = 0;
   for (double x : savings) s += std::max(x, 0.0);
@@ -320,8 +316,8 @@ std::optional<double> CpuProfiler::measure(const PrimGraph& g, const Kernel& k) 
         if (!ok) break;  // the default schedule failed: the kernel is dropped
         // Halide's other schedules (fused parallel loops, register transposes) cost a JIT
         // compilation each (~0.2-0.5 s here) and change a kernel's time by a few microseconds
-        // where its default schedule runs in under kVariantsFromSeconds: not tried there.
-        if (k.num_linear == 0 && e.median_seconds < kVariantsFromSeconds) break;
+        // where its default schedule runs in under variants_from_seconds_: not tried there.
+        if (k.num_linear == 0 && e.median_seconds < variants_from_seconds_) break;
       } else if (ok && variant_score(e) < variant_score(best)) {
         best = e;
       }

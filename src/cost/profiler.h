@@ -57,6 +57,10 @@ class CpuProfiler : public KernelMeasurer {
   const ProfilerStats& stats() const { return stats_; }
   // Called after every measure() with the running totals (e.g. a progress line).
   void set_progress(std::function<void(const ProfilerStats&)> progress) { progress_ = std::move(progress); }
+  // A memory-bound kernel's other schedule variants are compiled and timed only when its default
+  // schedule takes at least this long (20 us: below it they change a few microseconds, for a JIT
+  // compilation of 0.2-0.5 s each). 0: always.
+  void set_variants_from_seconds(double seconds) { variants_from_seconds_ = seconds; }
   // Target and version strings that key the cache.
   std::string target() const { return target_; }
   int threads() const { return threads_; }
@@ -69,6 +73,7 @@ class CpuProfiler : public KernelMeasurer {
   std::function<void(const ProfilerStats&)> progress_;
   std::string target_;
   ProfilerStats stats_;
+  double variants_from_seconds_ = 20e-6;
   CacheState cache_state_;
   std::unordered_map<uint64_t, int> schedules_;                     // structural hash -> fastest schedule variant
   std::unordered_map<uint64_t, std::vector<double>> link_savings_;  // structural hash -> its ProfileEntry's
