@@ -5,7 +5,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
-#include <cstring>
 #include <dnnl.hpp>
 #include <fstream>
 #include <random>

@@ -697,7 +697,7 @@ class HalideKernel : public CompiledKernel {
     built_ = kept_;
   }
   void run(const std::vector<const void*>& inputs, void* output) override {
-    if (stale_) rebuild();
+    if (!same_layouts(kept_, built_)) rebuild();  // a kept layout changed since the last build
     for (size_t i = 0; i < params_.size(); ++i)
       params_[i].set(wrap(inputs_[i], inputs[i], kept_.inputs[i], kept_.format));
     Halide::Buffer<> out = wrap(output_, output, kept_.output, kept_.format);
@@ -724,12 +724,10 @@ class HalideKernel : public CompiledKernel {
   void keep_input_layout(int input) override {
     KORCH_CHECK(candidates_.inputs.at(input), "input ", input, " of a Halide kernel cannot be linked");
     kept_.inputs[input] = 1;
-    stale_ = !same_layouts(kept_, built_);
   }
   void keep_output_layout() override {
     KORCH_CHECK(candidates_.output, "the Halide kernel's output cannot be linked");
     kept_.output = true;
-    stale_ = !same_layouts(kept_, built_);
   }
   std::string output_format() const override { return candidates_.output ? candidates_.format : ""; }
   std::string input_format(int input) const override { return candidates_.inputs.at(input) ? candidates_.format : ""; }
@@ -752,7 +750,6 @@ class HalideKernel : public CompiledKernel {
   bool reset_to_dense() override {
     kept_.inputs.assign(kept_.inputs.size(), 0);
     kept_.output = false;
-    stale_ = !same_layouts(kept_, built_);
     return true;
   }
 
@@ -772,7 +769,6 @@ class HalideKernel : public CompiledKernel {
     pipeline_.jit_handlers().custom_do_par_for = omp_do_par_for;
     pipeline_.compile_jit(target_);
     built_ = kept_;
-    stale_ = false;
   }
 
   const PrimGraph* graph_;  // what the kernel was built from (rebuild() builds it again)
@@ -784,7 +780,6 @@ class HalideKernel : public CompiledKernel {
   HalideLayouts candidates_;  // what may be linked, and in which format
   HalideLayouts kept_;        // what is (same format)
   HalideLayouts built_;       // what the pipeline is built for (a strided build survives a reset to dense)
-  bool stale_ = false;        // the pipeline is not built for kept_ (rebuilt on the next run)
   std::vector<TensorInfo> inputs_;
   TensorInfo output_;
 };

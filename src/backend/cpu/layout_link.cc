@@ -162,6 +162,9 @@ LayoutLinks link_layouts(const PrimGraph& g, const std::vector<Kernel>& kernels,
     if (!compiled[i]->output_layout().empty()) ts.push_back(kernels[i].output);
     return ts;
   };
+  auto all_candidates = [&](const std::vector<TensorId>& ts) {
+    return std::all_of(ts.begin(), ts.end(), [&](TensorId t) { return candidate[t] != 0; });
+  };
   // Then each kernel left complete is verified in its format (verify_strided); one that fails drops
   // its links too, and the rest settle again.
   std::vector<signed char> verified(kernels.size(), -1);
@@ -171,7 +174,7 @@ LayoutLinks link_layouts(const PrimGraph& g, const std::vector<Kernel>& kernels,
       for (size_t i = 0; i < kernels.size(); ++i) {
         if (!compiled[i]->layout_by_strides()) continue;
         std::vector<TensorId> ts = candidate_tensors(i);
-        bool complete = std::all_of(ts.begin(), ts.end(), [&](TensorId t) { return candidate[t] != 0; });
+        bool complete = all_candidates(ts);
         bool any = std::any_of(ts.begin(), ts.end(), [&](TensorId t) { return candidate[t] != 0; });
         if (complete || !any) continue;
         for (TensorId t : ts) candidate[t] = 0;
@@ -183,7 +186,7 @@ LayoutLinks link_layouts(const PrimGraph& g, const std::vector<Kernel>& kernels,
     for (size_t i = 0; i < kernels.size(); ++i) {
       if (!compiled[i]->layout_by_strides() || verified[i] >= 0) continue;
       std::vector<TensorId> ts = candidate_tensors(i);
-      if (ts.empty() || !std::all_of(ts.begin(), ts.end(), [&](TensorId t) { return candidate[t] != 0; })) continue;
+      if (ts.empty() || !all_candidates(ts)) continue;
       verified[i] = verify_strided(static_cast<int>(i)) ? 1 : 0;
       if (verified[i]) continue;
       for (TensorId t : ts) candidate[t] = 0;
