@@ -247,6 +247,8 @@ ProfileEntry CpuProfiler::profile_variant(const PrimGraph& g, const Kernel& k, c
   }
   if (!compiled) {
     entry.description = why;
+    // The default schedule failing drops the kernel (another variant failing drops nothing).
+    if (log_ && k.schedule == 0) log_(str_cat("dropped kernel [", kernel_summary(g, k), "]: ", why));
     return entry;
   }
   try {

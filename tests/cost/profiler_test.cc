@@ -1,12 +1,15 @@
 // The CPU profiler: a Halide kernel with channels-last candidates is verified and timed dense (its
 // linked builds are verified when a plan links them: runtime/link_verification) and offers the BLP
-// no link savings; schedule variants are tried only where the default schedule takes long enough.
+// no link savings; schedule variants are tried only where the default schedule takes long enough;
+// a kernel no backend compiles is dropped with one log line saying why.
 #include "cost/profiler.h"
 
 #include <gtest/gtest.h>
 
 #include <limits>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "backend/cpu/compiled_kernel.h"
 #include "orchestrate/kernel.h"
@@ -49,6 +52,21 @@ TEST(CpuProfiler, TriesScheduleVariantsOnlyFromTheThreshold) {
     ASSERT_TRUE(profiler.measure(g, k).has_value());
     EXPECT_EQ(profiler.stats().variants, threshold == 0.0 ? 2 : 1) << threshold;
   }
+}
+
+TEST(CpuProfiler, LogsAKernelNoBackendCompiles) {
+  PrimGraph g;  // integer Mod: Halide's rounds differently from ONNX's, so the backend refuses it
+  TensorId a = g.add_input("a", DType::I32, {4, 8});
+  TensorId b = g.add_input("b", DType::I32, {4, 8});
+  g.mark_output(g.add_primitive(PrimOp::Mod, {a, b}, {}));
+  Kernel k = make_kernel(g, {0});
+  std::vector<std::string> lines;
+  CpuProfiler profiler(2, nullptr, [&](const std::string& line) { lines.push_back(line); });
+  EXPECT_FALSE(profiler.measure(g, k).has_value());
+  EXPECT_EQ(profiler.stats().dropped, 1);
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_NE(lines[0].find("dropped kernel [Mod"), std::string::npos) << lines[0];
+  EXPECT_NE(lines[0].find("integer Mod"), std::string::npos) << lines[0];
 }
 
 }  // namespace
