@@ -26,8 +26,12 @@ struct OptimizeOptions {
   // status says so). Bounds the optimisation time where each round brings in new kernels.
   int max_profiling_rounds = 40;
   // Per kernel a round measures, up to this many unmeasured rivals (candidates with the same
-  // output) are measured with it, cheapest estimate first.
-  int rivals_per_round = 4;
+  // output) are measured with it, cheapest estimate first. Fewer rivals: more rounds, fewer
+  // kernels measured. Since guide solves stop at 2 s a round costs less than a few
+  // measurements: segformer_b0 tiny measured 840 kernels with 4 rivals, 722 with 1 and 648 with
+  // none (53, 54 and 76 BLP solves); yolox_nano tiny 462 with 4, 351 with none (44, 66 solves).
+  // One is kept against partitions that churn (each round is one of max_profiling_rounds).
+  int rivals_per_round = 1;
   // When set, costs are measured lazily: solve with the cost model's (analytic lower-bound)
   // prices, measure the kernels the optimum uses, re-solve, until the optimum uses only
   // measured kernels; baseline plans are measured in full.
