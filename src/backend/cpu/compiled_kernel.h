@@ -138,7 +138,8 @@ bool halide_supports(const PrimGraph& g, const Kernel& k, std::string* why_not);
 bool onednn_supports(const PrimGraph& g, const Kernel& k, std::string* why_not);
 bool can_compile(const PrimGraph& g, const Kernel& k, std::string* why_not);
 
-// Threads used by every CPU kernel (OpenMP, shared by oneDNN and Halide).
+// Threads used by every CPU kernel (OpenMP, shared by oneDNN and Halide) that the calling
+// thread runs: the setting is the caller's (OpenMP's is per thread).
 void set_num_threads(int threads);
 int num_threads();
 

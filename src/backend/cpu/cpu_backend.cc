@@ -13,7 +13,9 @@ namespace korch::cpu {
 
 namespace {
 
-int g_threads = 2;
+// Per calling thread, like OpenMP's thread count (omp_set_num_threads sets the caller's): two
+// runtimes on two threads keep their own counts and never race on a shared one.
+thread_local int g_threads = 2;
 
 class ReferenceKernel : public CompiledKernel {
  public:

@@ -3,8 +3,10 @@
 // with Halide (or oneDNN for linear kernels), run on random inputs, compared
 // elementwise.
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <functional>
+#include <thread>
 
 #include "backend/cpu/compiled_kernel.h"
 #include "check/test_case.h"
@@ -586,6 +588,20 @@ TEST(CpuKernels, UnsupportedKernelsSayWhy) {
   std::string why;
   EXPECT_EQ(cpu::compile_halide_kernel(g, make_kernel(g, {0}), &why), nullptr);
   EXPECT_NE(why.find("integer division"), std::string::npos) << why;
+}
+
+// The thread count is the calling thread's, as OpenMP's is: a runtime on another thread that
+// sets its own leaves this thread's alone.
+TEST(CpuThreads, EachCallingThreadKeepsItsOwnCount) {
+  cpu::set_num_threads(2);
+  std::thread other([] {
+    cpu::set_num_threads(1);
+    EXPECT_EQ(cpu::num_threads(), 1);
+    EXPECT_EQ(omp_get_max_threads(), 1);
+  });
+  other.join();
+  EXPECT_EQ(cpu::num_threads(), 2);
+  EXPECT_EQ(omp_get_max_threads(), 2);
 }
 
 }  // namespace
