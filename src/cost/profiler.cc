@@ -248,7 +248,7 @@ ProfileEntry CpuProfiler::profile_variant(const PrimGraph& g, const Kernel& k, c
   if (!compiled) {
     entry.description = why;
     // The default schedule failing drops the kernel (another variant failing drops nothing).
-    if (log_ && k.schedule == 0) log_(str_cat("dropped kernel [", kernel_summary(g, k), "]: ", why));
+    if (k.schedule == 0) log_dropped(g, k, why);
     return entry;
   }
   try {
@@ -267,7 +267,7 @@ ProfileEntry CpuProfiler::profile_variant(const PrimGraph& g, const Kernel& k, c
       ++stats_.mismatches;
       entry.description = str_cat("mismatch vs reference (max abs ", c.max_abs_error, ", ", c.mismatches,
                                   " elements) in ", compiled->describe());
-      if (log_) log_(str_cat("dropped kernel [", kernel_summary(g, k), "]: ", entry.description));
+      log_dropped(g, k, entry.description);
     } else {
       TensorData scratch(out.dtype, out.shape);
       std::vector<std::pair<const void*, int64_t>> touched = input_spans(g, k, inputs);
@@ -280,7 +280,7 @@ ProfileEntry CpuProfiler::profile_variant(const PrimGraph& g, const Kernel& k, c
     entry.implementable = false;
     entry.verified = false;
     entry.description = str_cat("failed while verifying or timing: ", e.what(), " in ", compiled->describe());
-    if (log_) log_(str_cat("dropped kernel [", kernel_summary(g, k), "]: ", entry.description));
+    log_dropped(g, k, entry.description);
   }
   return entry;
 }
@@ -326,7 +326,7 @@ std::optional<double> CpuProfiler::measure(const PrimGraph& g, const Kernel& k) 
   } catch (const std::exception& e) {  // e.g. the inputs cannot be generated
     best = ProfileEntry{};
     best.description = str_cat("profiling failed: ", e.what());
-    if (log_) log_(str_cat("dropped kernel [", kernel_summary(g, k), "]: ", best.description));
+    log_dropped(g, k, best.description);
   }
   if (best.implementable && best.verified)
     ++stats_.measured;
@@ -338,6 +338,10 @@ std::optional<double> CpuProfiler::measure(const PrimGraph& g, const Kernel& k) 
   if (progress_) progress_(stats_);
   if (best.implementable && best.verified) return best.median_seconds;
   return std::nullopt;
+}
+
+void CpuProfiler::log_dropped(const PrimGraph& g, const Kernel& k, const std::string& why) const {
+  if (log_) log_(str_cat("dropped kernel [", kernel_summary(g, k), "]: ", why));
 }
 
 // Stored as a cache row of backend "cpu-solution": the description holds "P|a,b,c;d;e,f"

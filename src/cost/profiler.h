@@ -82,6 +82,8 @@ class CpuProfiler : public KernelMeasurer {
                                std::optional<TensorData>& want);
   // Keeps what schedule() and link_savings() report for the kernel's structure.
   void remember(const Kernel& k, const ProfileEntry& entry);
+  // One log line for a dropped kernel: its primitives and output, and why.
+  void log_dropped(const PrimGraph& g, const Kernel& k, const std::string& why) const;
   ProfileKey cache_key(const Kernel& k) const { return ProfileKey{k.hash, "cpu", target_, versions()}; }
 };
 

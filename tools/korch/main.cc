@@ -300,9 +300,7 @@ int run_model(const std::string& model_path, const std::vector<std::string>& sha
               << " runs after a warm-up; predicted: measured alone, before layout links):\n"
               << "     #  median ms  predicted ms  kernel\n";
     for (size_t i = 0; i < samples.size(); ++i) {
-      std::vector<double>& v = samples[i];
-      std::sort(v.begin(), v.end());
-      double median = v.empty() ? 0 : v[v.size() / 2];
+      double median = samples[i].empty() ? 0 : median_of(samples[i]);
       total += median;
       total_predicted += plan.kernels[i].cost;
       std::string ops;

@@ -139,7 +139,7 @@ bool onednn_supports(const PrimGraph& g, const Kernel& k, std::string* why_not);
 bool can_compile(const PrimGraph& g, const Kernel& k, std::string* why_not);
 
 // Threads used by every CPU kernel (OpenMP, shared by oneDNN and Halide) that the calling
-// thread runs: the setting is the caller's (OpenMP's is per thread).
+// thread runs: OpenMP's own setting, which is per thread (no copy of it to race on).
 void set_num_threads(int threads);
 int num_threads();
 

@@ -13,10 +13,6 @@ namespace korch::cpu {
 
 namespace {
 
-// Per calling thread, like OpenMP's thread count (omp_set_num_threads sets the caller's): two
-// runtimes on two threads keep their own counts and never race on a shared one.
-thread_local int g_threads = 2;
-
 class ReferenceKernel : public CompiledKernel {
  public:
   ReferenceKernel(const PrimGraph& g, const Kernel& k) : g_(g), k_(k) {}
@@ -75,10 +71,9 @@ bool can_compile(const PrimGraph& g, const Kernel& k, std::string* why_not) {
 
 void set_num_threads(int threads) {
   if (threads < 1) fail("thread count must be positive, got ", threads);
-  g_threads = threads;
   omp_set_num_threads(threads);
 }
 
-int num_threads() { return g_threads; }
+int num_threads() { return omp_get_max_threads(); }
 
 }  // namespace korch::cpu
