@@ -1,8 +1,13 @@
 // Fission rules for operators that only ever produce constants in static-shape models
 // (Constant, Shape, Size, ConstantOfShape, Range, and ScatterND / GatherElements on constant
 // inputs). They compute their value at import; a non-constant input is a clear error, except
-// ScatterND with constant indices, which becomes Gather + Where over static index maps.
+// ScatterND with constant indices on runtime data: when the indices enumerate a box of the data
+// in row-major order (YOLOX's `x[..., :2] = y`), it becomes Slices of the data concatenated
+// around the updates (layout primitives that fuse with their neighbours); any other index set
+// becomes Gather + Where over static index maps.
+#include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "fission/fission.h"
 #include "frontend/onnx_tensor.h"
@@ -14,6 +19,60 @@ namespace {
 
 TensorData ints_tensor(const std::vector<int64_t>& v) {
   return TensorData::from_i64(DType::I64, {static_cast<int64_t>(v.size())}, v);
+}
+
+// The box [lo, lo + len) over the first k data axes when the n index tuples (already checked in
+// range, negatives normalised) enumerate it exactly, in row-major order; nullopt otherwise.
+struct IndexBox {
+  std::vector<int64_t> lo, len;
+};
+std::optional<IndexBox> indices_as_box(const std::vector<int64_t>& tuples, int64_t n, int64_t k) {
+  if (n == 0 || k == 0) return std::nullopt;
+  IndexBox box{std::vector<int64_t>(tuples.begin(), tuples.begin() + k), std::vector<int64_t>(k, 1)};
+  for (int64_t j = 0; j < n; ++j)
+    for (int64_t d = 0; d < k; ++d) {
+      box.lo[d] = std::min(box.lo[d], tuples[j * k + d]);
+      box.len[d] = std::max(box.len[d], tuples[j * k + d] + 1);
+    }
+  int64_t count = 1;
+  for (int64_t d = 0; d < k; ++d) count *= (box.len[d] -= box.lo[d]);
+  if (count != n) return std::nullopt;
+  std::vector<int64_t> at(k, 0);  // row-major position of tuple j inside the box
+  for (int64_t j = 0; j < n; ++j) {
+    for (int64_t d = 0; d < k; ++d)
+      if (tuples[j * k + d] != box.lo[d] + at[d]) return std::nullopt;
+    for (int64_t d = k - 1; d >= 0 && ++at[d] == box.len[d]; --d) at[d] = 0;
+  }
+  return box;
+}
+
+// out = data with the box overwritten by updates: one Concat per axis the box does not cover
+// fully, innermost first; the data pieces around the box are Slices of it.
+TensorId scatter_box(FissionContext& c, TensorId data, TensorId updates, const Shape& ds, const IndexBox& box) {
+  int64_t k = static_cast<int64_t>(box.lo.size()), rank = static_cast<int64_t>(ds.size());
+  Shape box_shape = ds;
+  for (int64_t d = 0; d < k; ++d) box_shape[d] = box.len[d];
+  TensorId piece = c.reshape(updates, box_shape);
+  auto data_slice = [&](int64_t axis, int64_t start, int64_t size) {
+    std::vector<int64_t> starts(rank, 0), sizes = ds, steps(rank, 1);
+    for (int64_t d = 0; d < axis; ++d) {  // axes outside this one stay inside the box
+      starts[d] = box.lo[d];
+      sizes[d] = box.len[d];
+    }
+    starts[axis] = start;
+    sizes[axis] = size;
+    return c.emit(PrimOp::Slice, {data}, Attrs().set("starts", starts).set("steps", steps).set("sizes", sizes));
+  };
+  for (int64_t axis = k - 1; axis >= 0; --axis) {
+    if (box.len[axis] == ds[axis]) continue;
+    std::vector<TensorId> parts;
+    if (box.lo[axis] > 0) parts.push_back(data_slice(axis, 0, box.lo[axis]));
+    parts.push_back(piece);
+    int64_t end = box.lo[axis] + box.len[axis];
+    if (end < ds[axis]) parts.push_back(data_slice(axis, end, ds[axis] - end));
+    piece = c.emit(PrimOp::Concat, parts, Attrs().set("axis", axis));
+  }
+  return piece;
 }
 
 }  // namespace
@@ -117,8 +176,7 @@ void register_constant_rules() {
   register_fission_rule("ScatterND", [](FissionContext& c) {
     if (c.attr_s("reduction", "none") != "none") c.error("only reduction='none' is supported");
     if (!c.is_constant(c.input(0)) || !c.is_constant(c.input(2))) {
-      // Runtime data/updates with constant indices (YOLOX's box decode): out = Where(written,
-      // Gather(flat updates, source index of each element), data), all static index maps.
+      // Runtime data/updates with constant indices (YOLOX's box decode).
       const TensorData& indices = c.constant_input(1);
       TensorId data = c.input(0), updates = c.input(2);
       Shape ds = c.shape(data);
@@ -130,17 +188,24 @@ void register_constant_rules() {
       for (size_t i = k; i < ds.size(); ++i) slice *= ds[i];
       int64_t n = num_elements(is) / std::max<int64_t>(k, 1);
       if (num_elements(c.shape(updates)) != n * slice) c.error("updates has the wrong number of elements");
+      std::vector<int64_t> tuples(n * k);
+      for (int64_t j = 0; j < n * k; ++j) {
+        int64_t idx = indices.get_i64(j), dim = ds[j % k];
+        if (idx < 0) idx += dim;
+        if (idx < 0 || idx >= dim) c.error("index ", indices.get_i64(j), " out of range");
+        tuples[j] = idx;
+      }
+      if (auto box = indices_as_box(tuples, n, k)) {
+        c.set_output(0, scatter_box(c, data, updates, ds, *box));
+        return;
+      }
+      // Otherwise out = Where(written, Gather(flat updates, source index of each element), data).
       std::vector<int64_t> st = strides_of(ds);
       int64_t total = num_elements(ds);
       TensorData source(DType::I64, {total}), written(DType::Bool, {total});
       for (int64_t j = 0; j < n; ++j) {
         int64_t off = 0;
-        for (int64_t d = 0; d < k; ++d) {
-          int64_t idx = indices.get_i64(j * k + d);
-          if (idx < 0) idx += ds[d];
-          if (idx < 0 || idx >= ds[d]) c.error("index out of range");
-          off += idx * st[d];
-        }
+        for (int64_t d = 0; d < k; ++d) off += tuples[j * k + d] * st[d];
         for (int64_t e = 0; e < slice; ++e) {
           source.set_i64(off + e, j * slice + e);
           written.set_i64(off + e, 1);

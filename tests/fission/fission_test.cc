@@ -285,6 +285,48 @@ TEST(Fission, ScatterNDWithRuntimeDataBecomesGatherWhere) {
     }
 }
 
+// YOLOX's `x[..., 1:3] = y`: the indices enumerate a box in row-major order, so the scatter is
+// Slices of the data concatenated around the updates; no Gather, no Where.
+TEST(Fission, ScatterNDOverABoxBecomesConcatOfSlices) {
+  OnnxBuilder b(13);
+  b.input("data", {2, 3, 4}).input("updates", {2, 2, 2}).output("y");
+  std::vector<int64_t> idx;  // rows 0..1, columns 1..2, depth 1..2 (full-index tuples, k = 3)
+  for (int64_t r = 0; r < 2; ++r)
+    for (int64_t col = 1; col < 3; ++col)
+      for (int64_t z = 1; z < 3; ++z) idx.insert(idx.end(), {r, col, z - 4});  // negative depth index
+  b.initializer("idx", TensorData::from_i64(DType::I64, {2, 2, 2, 3}, idx));
+  b.node("ScatterND", {"data", "idx", "updates"}, {"y"});
+  ImportedModel m = import_onnx_model(b.model(), ".");
+  EXPECT_EQ(count_op(m.graph, PrimOp::Where), 0);
+  EXPECT_EQ(count_op(m.graph, PrimOp::Gather), 0);
+  EXPECT_EQ(count_op(m.graph, PrimOp::Concat), 2);  // columns and depth; rows are covered fully
+  TensorData data = random_tensor({2, 3, 4}, 21), updates = random_tensor({2, 2, 2}, 22);
+  TensorData y = reference::run_graph(m.graph, {data, updates})[0];
+  for (int r = 0; r < 2; ++r)
+    for (int col = 0; col < 3; ++col)
+      for (int z = 0; z < 4; ++z) {
+        bool in_box = col >= 1 && col < 3 && z >= 1 && z < 3;
+        double expect = in_box ? updates.get_f64((r * 2 + col - 1) * 2 + z - 1) : data.get_f64((r * 3 + col) * 4 + z);
+        EXPECT_EQ(y.get_f64((r * 3 + col) * 4 + z), expect) << r << "," << col << "," << z;
+      }
+}
+
+TEST(Fission, ScatterNDOutOfBoxOrderKeepsGatherWhere) {
+  OnnxBuilder b(13);
+  b.input("data", {4, 3}).input("updates", {2, 3}).output("y");
+  b.initializer("idx", TensorData::from_i64(DType::I64, {2, 1}, {2, 1}));  // a box, but in reverse order
+  b.node("ScatterND", {"data", "idx", "updates"}, {"y"});
+  ImportedModel m = import_onnx_model(b.model(), ".");
+  EXPECT_EQ(count_op(m.graph, PrimOp::Concat), 0);
+  TensorData data = random_tensor({4, 3}, 31), updates = random_tensor({2, 3}, 32);
+  TensorData y = reference::run_graph(m.graph, {data, updates})[0];
+  for (int col = 0; col < 3; ++col) {
+    EXPECT_EQ(y.get_f64(2 * 3 + col), updates.get_f64(col));
+    EXPECT_EQ(y.get_f64(1 * 3 + col), updates.get_f64(3 + col));
+    EXPECT_EQ(y.get_f64(0 * 3 + col), data.get_f64(col));
+  }
+}
+
 TEST(Fission, NonConstantShapeParameterIsAClearError) {
   OnnxBuilder b(13);
   b.input("x", {2, 3}).input("shape", {2}, onnx::TensorProto::INT64).output("y");

@@ -1131,6 +1131,8 @@ def gen_layout(w):
             ("rows", i64([[1], [3]]), (2, 5, 3), 13, {}),
             ("slices", i64([[2, 1], [0, 4], [3, 0]]), (3, 3), 13, {}),
             ("neg_idx", i64([[-1, -2]]), (1, 3), 13, {}),
+            ("box", i64([[[1, 1], [1, 2]], [[2, 1], [2, 2]]]), (2, 2, 3), 13, {}),
+            ("box_last_axis", i64([[[r, c, z] for z in (1, 2)] for r in range(4) for c in range(5)]), (20, 2), 13, {}),
             ("reduction_add", i64([[1], [1]]), (2, 5, 3), 16, {"reduction": "add"}),
             ("reduction_mul", i64([[0, 0], [2, 3]]), (2, 3), 16, {"reduction": "mul"})):
         w.case("ScatterND", tag, [node("ScatterND", ["d", "i", "u"], ["s"], **attrs), node("Add", ["s", "x"], ["y"])],
