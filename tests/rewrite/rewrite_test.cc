@@ -231,6 +231,64 @@ TEST(Rewrite, ComposesWithoutBiasAndWithBiasOnEitherSide) {
   }
 }
 
+// YOLOX's Focus stem: x[..., ::2, ::2], x[..., 1::2, ::2], x[..., ::2, 1::2], x[..., 1::2, 1::2]
+// (each a Slice over H, then one over W, the first shared) concatenated over channels, then a
+// padded 3x3 Conv. `phases` lists the (di, dj) order of the Concat; `rows` is H (W is 10).
+PrimGraph focus_stem(const std::vector<std::pair<int64_t, int64_t>>& phases, int64_t rows = 8, int64_t kernel = 3,
+                     int64_t stride = 1) {
+  PrimGraph g;
+  TensorId x = g.add_input("x", DType::F32, {1, 3, rows, 10});
+  auto slice = [&](TensorId t, int axis, int64_t start) {
+    Shape s = g.tensor(t).shape;
+    std::vector<int64_t> starts(4, 0), steps(4, 1);
+    starts[axis] = start;
+    steps[axis] = 2;
+    s[axis] /= 2;  // with odd rows, the last one is dropped from every phase
+    return g.add_primitive(PrimOp::Slice, {t},
+                           Attrs().set("starts", starts).set("steps", steps).set("sizes", std::vector<int64_t>(s)));
+  };
+  std::vector<TensorId> by_rows = {slice(x, 2, 0), slice(x, 2, 1)}, pieces;
+  for (auto [di, dj] : phases) pieces.push_back(slice(by_rows[di], 3, dj));
+  TensorId cat = g.add_primitive(PrimOp::Concat, pieces, Attrs().set("axis", int64_t{1}));
+  int64_t pad = kernel / 2;
+  Attrs a = pointwise_conv_attrs()
+                .set("pads", std::vector<int64_t>{pad, pad, pad, pad})
+                .set("strides", std::vector<int64_t>{stride, stride});
+  TensorId y = g.add_primitive(
+      PrimOp::Conv, {cat, weights(g, "w", {5, 3 * static_cast<int64_t>(phases.size()), kernel, kernel}, 7)}, a);
+  g.mark_output(g.add_primitive(PrimOp::Relu, {y}, {}));
+  return g;
+}
+
+TEST(Rewrite, ConvAbsorbsASpaceToDepthInAnyPhaseOrder) {
+  const std::vector<std::vector<std::pair<int64_t, int64_t>>> orders = {
+      {{0, 0}, {1, 0}, {0, 1}, {1, 1}},   // YOLOX
+      {{1, 1}, {0, 0}, {0, 1}, {1, 0}}};  // any other order moves the weights
+  for (const auto& phases : orders)
+    for (int64_t kernel : {1, 3}) {
+      PrimGraph g = focus_stem(phases, 8, kernel);
+      RewriteStats stats;
+      PrimGraph after = rewrite_graph(g, &stats);
+      EXPECT_EQ(stats.fired["fold_space_to_depth_into_conv"], 1);
+      EXPECT_EQ(count(after, PrimOp::Slice), 0);
+      EXPECT_EQ(count(after, PrimOp::Concat), 0);
+      ASSERT_EQ(count(after, PrimOp::Conv), 1);
+      EXPECT_EQ(linear_macs(after), linear_macs(g));
+      expect_same_values(g, after);
+    }
+}
+
+TEST(Rewrite, SpaceToDepthLookAlikesStay) {
+  // A missing or repeated phase, odd rows (the padding would differ), a strided Conv.
+  for (PrimGraph g :
+       {focus_stem({{0, 0}, {1, 0}, {0, 1}, {0, 1}}), focus_stem({{0, 0}, {1, 0}, {0, 1}}),
+        focus_stem({{0, 0}, {1, 0}, {0, 1}, {1, 1}}, 7), focus_stem({{0, 0}, {1, 0}, {0, 1}, {1, 1}}, 8, 3, 2)}) {
+    RewriteStats stats;
+    rewrite_graph(g, &stats);
+    EXPECT_EQ(stats.fired["fold_space_to_depth_into_conv"], 0);
+  }
+}
+
 TEST(Rewrite, EnvironmentSwitchesTheDefault) {
   EXPECT_TRUE(rewrites_enabled_by_default() || std::getenv("KORCH_REWRITE"));
   setenv("KORCH_REWRITE", "off", 1);
