@@ -797,9 +797,10 @@ struct OutputSchedule {
 // loaded as row vectors and transposed in registers.
 // Schedule variants (profiling times each one a kernel has and keeps the fastest).
 enum class Variant {
-  Default,         // vectorised rows (16x16 tiles for transposes), described above
-  FusedParallel,   // parallel over all outer axes fused: more, smaller tasks (short outermost axis)
-  BlockTranspose,  // 8x8 tiles; inputs read transposed are loaded as 8 row vectors and transposed in registers
+  Default,          // vectorised rows (16x16 tiles for transposes), described above
+  FusedParallel,    // parallel over all outer axes fused: more, smaller tasks (short outermost axis)
+  BlockTranspose,   // 8x8 tiles; inputs read transposed are loaded as 8 row vectors and transposed in registers
+  PiecewiseConcat,  // an innermost-axis Concat output: one update per piece (no per-lane select between pieces)
 };
 
 // A tiled output runs its tile rows in parallel when the tiled axes are the only non-unit ones,
@@ -1036,6 +1037,18 @@ bool transposes_innermost(const PrimGraph& g, const Kernel& k) {
 }
 
 // The variants that make sense for a kernel; index 0 is always the default.
+// The kernel's output primitive when it is a Concat over the innermost axis (YOLOX's box decode
+// writes [.., 85] rows as pieces of 2, 2 and 81): vectorised as one expression, every lane
+// evaluates every piece and selects; written piece by piece, each piece is its own loop.
+std::optional<PrimId> output_innermost_concat(const PrimGraph& g, const Kernel& k) {
+  for (PrimId p : k.prims) {
+    const Primitive& prim = g.prim(p);
+    int64_t rank = static_cast<int64_t>(g.tensor(prim.output).shape.size());
+    if (prim.output == k.output && prim.op == PrimOp::Concat && rank >= 2 && prim.attrs.i("axis") == rank - 1) return p;
+  }
+  return std::nullopt;
+}
+
 std::vector<Variant> variants_of(const PrimGraph& g, const Kernel& k, const Generator& gen) {
   // Plans store variant indices: a new variant is appended after the existing ones, so that an
   // index keeps its meaning for every kernel that had it.
@@ -1060,7 +1073,47 @@ std::vector<Variant> variants_of(const PrimGraph& g, const Kernel& k, const Gene
   size_t transposed = inputs_read_transposed(g, k).size();
   if (rank >= 2 && out[rank - 1] >= 8 && out[rank - 2] >= 8 && transposed > 0 && transposed <= kMaxBlockInputs)
     v.push_back(Variant::BlockTranspose);
+  if (output_innermost_concat(g, k) && gen.materialised().empty() && gen.stencils().empty())
+    v.push_back(Variant::PiecewiseConcat);
   return v;
+}
+
+// The PiecewiseConcat variant's output: undefined, then one update per piece of the innermost
+// Concat over that piece's columns (vectorised when it spans a vector), rows in parallel over
+// the outermost axis longer than 1. The pieces cover the output exactly once.
+Func piecewise_concat_output(const PrimGraph& g, const Kernel& k, Generator& gen, const std::vector<Var>& v, int vector,
+                             std::string* description) {
+  const Primitive& concat = g.prim(*output_innermost_concat(g, k));
+  const Shape& shape = g.tensor(k.output).shape;
+  int rank = static_cast<int>(shape.size());
+  int par = -1;  // Func argument index (innermost first) of the parallel axis
+  for (int a = 0; a < rank - 1; ++a)
+    if (shape[a] > 1) {
+      par = rank - 1 - a;
+      break;
+    }
+  Func f("concat_output");
+  f(v) = Halide::undef(storage_type(g.tensor(k.output).dtype));
+  int offset = 0, piece = 0;
+  for (TensorId t : concat.inputs) {
+    int len = static_cast<int>(g.tensor(t).shape.back());
+    if (len == 0) continue;
+    RDom r(0, len, "piece" + std::to_string(piece));
+    std::vector<Expr> lhs(v.begin(), v.end()), idx(rank);
+    lhs[0] = r.x + offset;
+    for (int a = 0; a < rank - 1; ++a) idx[a] = v[rank - 1 - a];
+    idx[rank - 1] = r.x;
+    f(lhs) = gen.value_at(t, idx);
+    Halide::Stage update = f.update(piece);
+    if (len >= vector) update.vectorize(r.x, vector, Halide::TailStrategy::GuardWithIf);
+    if (par > 0) update.parallel(v[par]);
+    offset += len;
+    ++piece;
+  }
+  if (description)
+    *description = str_cat("halide: innermost concat, one update per piece (", piece, "), vectorize ", vector,
+                           par > 0 ? ", parallel axis " + std::to_string(rank - 1 - par) : std::string());
+  return f;
 }
 
 }  // namespace
@@ -1291,6 +1344,13 @@ bool build_halide_pipeline(const PrimGraph& g, const Kernel& k, const Halide::Ta
     std::vector<Variant> variants = variants_of(g, k, gen);
     if (k.schedule < 0 || k.schedule >= static_cast<int>(variants.size()))
       throw Unsupported{str_cat("no schedule variant ", k.schedule, " (this kernel has ", variants.size(), ")")};
+    if (variants[k.schedule] == Variant::PiecewiseConcat) {
+      out = piecewise_concat_output(g, k, gen, out.args(), vector, description);
+      *pipeline = Halide::Pipeline(out);
+      params->clear();
+      for (TensorId t : k.inputs) params->push_back(gen.params().at(t));
+      return true;
+    }
     OutputSchedule schedule =
         schedule_output(out, g.tensor(k.output).shape, vector, transposes_innermost(g, k), variants[k.schedule]);
     if (variants[k.schedule] == Variant::BlockTranspose) {

@@ -222,6 +222,26 @@ std::vector<Case> cases() {
          g.mark_output(g.add_primitive(PrimOp::Mul, {c, bs}, {}));
          return g;
        }});
+  // YOLOX's box decode after the ScatterND fission: rows of 21 rebuilt from pieces of 2, 2 and 17
+  // around two updates (one a nested Concat), the pieces computed elementwise.
+  cs.push_back({"innermost concat of computed pieces (piecewise concat variant)", [] {
+                  PrimGraph g;
+                  TensorId x = g.add_input("x", DType::F32, {1, 37, 21});
+                  TensorId grid = g.add_input("grid", DType::F32, {1, 37, 2});
+                  auto cols = [&](TensorId t, int64_t start, int64_t size) {
+                    Attrs a;
+                    a.set("starts", std::vector<int64_t>{0, 0, start})
+                        .set("steps", std::vector<int64_t>{1, 1, 1})
+                        .set("sizes", std::vector<int64_t>{1, 37, size});
+                    return g.add_primitive(PrimOp::Slice, {t}, a);
+                  };
+                  Attrs last = Attrs().set("axis", int64_t{2});
+                  TensorId xy = g.add_primitive(PrimOp::Add, {cols(x, 0, 2), grid}, {});
+                  TensorId first = g.add_primitive(PrimOp::Concat, {xy, cols(x, 2, 19)}, last);
+                  TensorId wh = g.add_primitive(PrimOp::Exp, {cols(first, 2, 2)}, {});
+                  g.mark_output(g.add_primitive(PrimOp::Concat, {cols(first, 0, 2), wh, cols(first, 4, 17)}, last));
+                  return g;
+                }});
   for (std::string mode : {"constant", "reflect", "edge"}) {
     cs.push_back({"pad " + mode, [mode] {
                     PrimGraph g;
@@ -550,7 +570,8 @@ TEST(CpuKernels, MatchReferenceAcrossKindsAndFusions) {
 TEST(CpuKernels, ScheduleVariantsExistWhereTheyHelp) {
   const std::vector<std::pair<std::string, std::string>> expected = {
       {"(fused parallel variant)", "parallel over the fused outer axes"},
-      {"(block transpose variant)", "block transpose in registers"}};
+      {"(block transpose variant)", "block transpose in registers"},
+      {"(piecewise concat variant)", "one update per piece"}};
   for (const Case& c : cases()) {
     for (const auto& [tag, description] : expected) {
       if (c.name.find(tag) == std::string::npos) continue;
