@@ -10,6 +10,8 @@
 // nChw16c: a 5-D view), through strides, with a schedule that loops channels
 // innermost; the values are the same as in the dense layout.
 // Softplus (Log(Add(Exp(x), 1))) is computed as max(x, 0) + log1p(exp(-|x|)).
+// f32 Exp and Sigmoid use exp_f32 below (Halide's fast_exp, ~2e-6 relative, with exp's
+// range handled): 35% cheaper per element than Halide::exp on AVX2.
 // Halide runs its parallel loops on korch's OpenMP threads (custom do_par_for),
 // so oneDNN and Halide share one pool. Resize reads per-axis tables of the
 // reference's own taps (input index, weight), so it indexes exactly like the
@@ -23,6 +25,7 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <optional>
 
@@ -70,6 +73,18 @@ int omp_do_par_for(Halide::JITUserContext* ctx, int (*f)(Halide::JITUserContext*
     }
   }
   return result;
+}
+
+// exp(x) of an f32 Expr: Halide's fast_exp (2^floor(x/ln 2) times a polynomial; relative error
+// < 2e-6 over the float range, against ~1e-7 for Halide::exp) is ~35% cheaper per element on
+// AVX2 (SiLU over 173k floats in cache, 2 threads: 32 us vs 46 us). Its argument must keep
+// 2^floor(x/ln 2) a normal float: below -87.3 it is clamped (exp(-87.3) = 1.2e-38 stands for
+// the denormals and zero of exp), above 88.72 the result is +inf as exp's is. Other types take
+// Halide::exp.
+Expr exp_f32(const Expr& x) {
+  if (x.type() != Halide::Float(32)) return Halide::exp(x);
+  Expr finite = Halide::fast_exp(Halide::max(x, -87.3f));
+  return Halide::select(x > 88.7228f, Expr(std::numeric_limits<float>::infinity()), finite);
 }
 
 // Builds the Funcs of one kernel.
@@ -191,7 +206,7 @@ class Generator {
     switch (prim.op) {
       case PrimOp::Neg: return -a[0];
       case PrimOp::Abs: return Halide::cast(ty, Halide::abs(a[0]));
-      case PrimOp::Exp: need_float(); return Halide::exp(a[0]);
+      case PrimOp::Exp: need_float(); return exp_f32(a[0]);
       case PrimOp::Log:
         need_float();
         if (std::optional<TensorId> x = softplus_argument(prim)) return softplus(broadcast_at(*x, idx));
@@ -201,7 +216,9 @@ class Generator {
       case PrimOp::Sin: need_float(); return Halide::sin(a[0]);
       case PrimOp::Cos: need_float(); return Halide::cos(a[0]);
       case PrimOp::Tanh: need_float(); return Halide::tanh(a[0]);
-      case PrimOp::Sigmoid: need_float(); return Halide::cast(ty, 1) / (Halide::cast(ty, 1) + Halide::exp(-a[0]));
+      case PrimOp::Sigmoid:  // exp(-x) capped at exp(88) (sigmoid(-88) = 6e-39): never inf
+        need_float();
+        return Halide::cast(ty, 1) / (Halide::cast(ty, 1) + exp_f32(Halide::min(-a[0], Halide::cast(ty, 88))));
       case PrimOp::Erf: need_float(); return Halide::erf(a[0]);
       case PrimOp::Floor: return fp ? Halide::floor(a[0]) : a[0];
       case PrimOp::Ceil: return fp ? Halide::ceil(a[0]) : a[0];
@@ -283,7 +300,7 @@ class Generator {
   // <= 1/3, by its odd series to s^15 (truncation < 2e-9 relative): no cancellation, and no
   // (1 + u) - 1 for Halide's simplifier to fold away.
   static Expr softplus(Expr x) {
-    Expr u = Halide::exp(-Halide::abs(x));
+    Expr u = exp_f32(-Halide::abs(x));
     Expr s = u / (2.0f + u);
     Expr s2 = s * s;
     Expr series = 1.0f / 15.0f;
@@ -882,8 +899,8 @@ OutputSchedule schedule_output(Func& f, const Shape& shape, int vector, bool til
 
 // Spatial reductions and windows of a channels-last kernel, computed up front: channels
 // innermost (vectors of `width` channels, 0: none) inside their pixel loops, chunks of channels
-// in parallel.
-void schedule_channel_reductions(const Generator& gen, int64_t channels, int width) {
+// in parallel. Returns the description's suffix.
+std::string schedule_channel_reductions(const Generator& gen, int64_t channels, int width) {
   for (Func f : gen.materialised()) {
     f.compute_root();
     std::vector<Var> a = f.args();
@@ -919,6 +936,18 @@ void schedule_channel_reductions(const Generator& gen, int64_t channels, int wid
     update.reorder(order);
     if (width) update.vectorize(c, width, Halide::TailStrategy::GuardWithIf);
   }
+  // Separable pooling stages (w, h, c, n), computed up front with channels innermost in storage
+  // and loops (vectors of channels), rows in parallel. Left inlined, the output would evaluate
+  // each window's kh * kw taps again (a 13x13 max pool on 13x13x128 nChw8c: 0.146 ms).
+  for (Func f : gen.stencils()) {
+    std::vector<Var> a = f.args();
+    f.compute_root().reorder_storage(a[2], a[0], a[1], a[3]).reorder(a[2], a[0], a[1], a[3]).parallel(a[1]);
+    if (width) f.vectorize(a[2], width, Halide::TailStrategy::GuardWithIf);
+  }
+  std::string text;
+  if (!gen.explicit_reductions().empty()) text += ", reductions compute_root channels innermost";
+  if (!gen.stencils().empty()) text += ", separable window channels innermost";
+  return text;
 }
 
 // The vector width for a loop of `extent` iterations: a whole vector, or half of a 16-lane one
@@ -957,9 +986,7 @@ std::string schedule_channels_last(Func& out, const Shape& shape, int vector, in
   } else if (!v.empty()) {
     if (int w_width = width_for(shape.back())) out.vectorize(v[0], w_width, Halide::TailStrategy::GuardWithIf);
   }
-  schedule_channel_reductions(gen, shape.size() >= 2 ? shape[1] : 1, width);
-  if (!gen.explicit_reductions().empty()) text += ", reductions compute_root channels innermost";
-  return text;
+  return text + schedule_channel_reductions(gen, shape.size() >= 2 ? shape[1] : 1, width);
 }
 
 // The schedule of an output written channel-blocked (5-D, block innermost): one vector per
@@ -970,9 +997,7 @@ std::string schedule_blocked_output(Func& out, const std::string& format, const 
   Var rows("block_rows");
   out.vectorize(v[0], block).fuse(v[2], v[3], rows).parallel(rows);
   std::string text = format + ", one vector per channel block, parallel rows";
-  schedule_channel_reductions(gen, channels, block);
-  if (!gen.explicit_reductions().empty()) text += ", reductions compute_root channels innermost";
-  return text;
+  return text + schedule_channel_reductions(gen, channels, block);
 }
 
 constexpr size_t kMaxBlockInputs = 2;  // inputs a BlockTranspose kernel may wrap (compile time)
@@ -1311,9 +1336,9 @@ bool build_halide_pipeline(const PrimGraph& g, const Kernel& k, const Halide::Ta
             first_block += blocks;
             ++piece;
           }
-          schedule_channel_reductions(gen, channels, block);
           text = layouts.format +
-                 ", channel concat: one update per piece, one vector per channel block, blocks in parallel";
+                 ", channel concat: one update per piece, one vector per channel block, blocks in parallel" +
+                 schedule_channel_reductions(gen, channels, block);
         } else {
           blocked(ci, w, h, cb, n) = out(w, h, cb * block + ci, n);
           text = schedule_blocked_output(blocked, layouts.format, gen, channels);

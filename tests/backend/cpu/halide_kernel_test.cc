@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 #include <omp.h>
 
+#include <algorithm>
+#include <cmath>
 #include <functional>
 #include <thread>
 
@@ -117,6 +119,13 @@ void check_channels_last(const PrimGraph& g, const Kernel& k, cpu::CompiledKerne
         << compiled->describe();
     if (candidates.blocked_only && candidates.output) {
       EXPECT_NE(compiled->describe().find("channel concat: one update per piece"), std::string::npos)
+          << compiled->describe();
+    }
+    // Max pools keep their two separable passes (kh + kw taps per output, not kh * kw).
+    bool max_pool =
+        std::any_of(k.prims.begin(), k.prims.end(), [&](PrimId p) { return g.prim(p).op == PrimOp::MaxPool; });
+    if (max_pool) {
+      EXPECT_NE(compiled->describe().find("separable window channels innermost"), std::string::npos)
           << compiled->describe();
     }
   }
@@ -599,6 +608,40 @@ TEST(CpuKernels, NoBlockTransposeForAnInputReadTwoWays) {
   TensorId t = g.add_primitive(PrimOp::Transpose, {x}, Attrs().set("perm", std::vector<int64_t>{1, 0}));
   g.mark_output(g.add_primitive(PrimOp::Add, {x, t}, {}));
   EXPECT_EQ(cpu::schedule_variants(g, make_kernel(g, {0, 1})), 1);
+}
+
+// Exp and Sigmoid take a cheaper exp (fast_exp with its range handled): over the whole float
+// range they stay within 1e-5 relative of libm, overflow to +inf where exp does, and come out
+// (near) zero where exp underflows, in every schedule variant.
+TEST(CpuKernels, ExpAndSigmoidHoldOverTheFloatRange) {
+  std::vector<float> xs;
+  for (float x = -120.0f; x <= 120.0f; x += 0.37f) xs.push_back(x);
+  for (float x : {-104.0f, -88.8f, -87.4f, -87.3f, -87.2f, 0.0f, 88.0f, 88.72f, 88.73f, 89.0f}) xs.push_back(x);
+  int64_t n = static_cast<int64_t>(xs.size());
+  for (PrimOp op : {PrimOp::Exp, PrimOp::Sigmoid}) {
+    SCOPED_TRACE(prim_op_name(op));
+    PrimGraph g;
+    TensorId x = g.add_input("x", DType::F32, {n});
+    g.mark_output(g.add_primitive(op, {x}, {}));
+    Kernel k = make_kernel(g, {0});
+    TensorData in(DType::F32, {n}), out(DType::F32, {n});
+    std::copy(xs.begin(), xs.end(), static_cast<float*>(in.raw()));
+    std::string why;
+    auto compiled = cpu::compile_halide_kernel(g, k, &why);
+    ASSERT_NE(compiled, nullptr) << why;
+    compiled->run({in.raw()}, out.raw());
+    const float* got = static_cast<const float*>(out.raw());
+    for (int64_t i = 0; i < n; ++i) {
+      double v = xs[i];
+      double want = op == PrimOp::Exp ? std::exp(v) : 1.0 / (1.0 + std::exp(-v));
+      if (op == PrimOp::Exp && v > 88.7228)
+        EXPECT_TRUE(std::isinf(got[i]) && got[i] > 0) << "exp(" << v << ") = " << got[i];
+      else if (want < 1.25e-38)
+        EXPECT_LE(std::fabs(got[i]), 1.25e-38) << prim_op_name(op) << "(" << v << ") = " << got[i];
+      else
+        EXPECT_LE(std::fabs(got[i] - want), 1e-5 * want) << prim_op_name(op) << "(" << v << ") = " << got[i];
+    }
+  }
 }
 
 TEST(CpuKernels, UnsupportedKernelsSayWhy) {
