@@ -57,10 +57,19 @@ std::vector<std::pair<const void*, int64_t>> input_spans(const PrimGraph& g, con
 std::vector<double> measure_link_savings(const PrimGraph& g, const Kernel& k, cpu::CompiledKernel& compiled,
                                          const std::vector<const void*>& inputs, double dense_seconds,
                                          CacheState& cache_state) {
-  // Halide's layout links are all-or-nothing per kernel at run time (link_layouts) and the BLP
-  // prices links one tensor at a time, so Halide kernels offer the BLP none: plans are chosen
-  // as among dense Halide kernels, and run faster where a Halide kernel links after all.
-  if (compiled.layout_by_strides()) return {};
+  // A Halide kernel reads and writes a layout through strides at about its dense speed: it saves
+  // nothing itself, but its candidate tensors (0) let the oneDNN kernels around it link. Its
+  // links are all-or-nothing at run time (link_layouts); the BLP takes them together
+  // (SelectionProblem::Candidate::links_together).
+  if (compiled.layout_by_strides()) {
+    std::vector<double> savings(1 + k.inputs.size(), -1.0);
+    if (!compiled.output_layout().empty()) savings[0] = 0.0;
+    for (size_t i = 0; i < k.inputs.size(); ++i)
+      if (!g.tensor(k.inputs[i]).is_constant() && !compiled.input_layout(static_cast<int>(i)).empty())
+        savings[1 + i] = 0.0;
+    bool any = std::any_of(savings.begin(), savings.end(), [](double s) { return s >= 0; });
+    return any ? savings : std::vector<double>{};
+  }
   std::vector<int> linked_inputs;
   for (size_t i = 0; i < k.inputs.size(); ++i)
     if (!g.tensor(k.inputs[i]).is_constant() && !compiled.input_layout(static_cast<int>(i)).empty())

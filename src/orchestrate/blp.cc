@@ -191,6 +191,23 @@ double selection_cost(const SelectionProblem& problem, const std::vector<int>& c
   for (int k : chosen)
     for (int t : problem.candidates[k].needs)
       if (!reads_linked(problem.candidates[k], t)) linked[t] = 0;
+  // A links_together kernel with some of its tensors unlinked links none of them (which may
+  // unlink another such kernel's tensor: repeated until nothing changes).
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (int k : chosen) {
+      const auto& c = problem.candidates[k];
+      if (!c.links_together) continue;
+      std::vector<int> ts;
+      for (auto [t, saving] : c.input_link_savings) ts.push_back(t);
+      if (c.output_link_saving >= 0) ts.push_back(c.output);
+      bool all = std::all_of(ts.begin(), ts.end(), [&](int t) { return linked[t] != 0; });
+      bool any = std::any_of(ts.begin(), ts.end(), [&](int t) { return linked[t] != 0; });
+      if (all || !any) continue;
+      for (int t : ts) linked[t] = 0;
+      changed = true;
+    }
+  }
   for (int t = 0; t < problem.num_tensors; ++t)
     if (linked[t]) cost -= problem.candidates[producer[t]].output_link_saving;
   for (int k : chosen)
@@ -268,10 +285,12 @@ SelectionResult solve_selection_blp(const SelectionProblem& problem, const std::
   for (int k = 0; k < n; ++k)
     for (int t : problem.candidates[k].needs) readers[t].push_back(k);
   std::vector<std::vector<int>> link_columns(problem.num_tensors);  // z columns of t's producers
+  std::vector<int> z_of(n, -1);
   for (int k = 0; k < n; ++k) {
     const auto& c = problem.candidates[k];
     if (c.output_link_saving < 0 || is_required[c.output]) continue;
     int z = num_cols++;
+    z_of[k] = z;
     Cbc_addCol(model, "", 0.0, 1.0, -c.output_link_saving * scale, 0, 0, nullptr, nullptr);
     link_columns[c.output].push_back(z);
     idx = {z, k};
@@ -284,6 +303,43 @@ SelectionResult solve_selection_blp(const SelectionProblem& problem, const std::
       Cbc_addRow(model, "", 2, idx.data(), val.data(), 'L', 1.0);
     }
   }
+  // y_k of the links_together kernels: all of k's links or none.
+  std::vector<int> y_of(n, -1);
+  for (int k = 0; k < n; ++k) {
+    const auto& c = problem.candidates[k];
+    if (!c.links_together || (c.output_link_saving < 0 && c.input_link_savings.empty())) continue;
+    int y = num_cols++;
+    y_of[k] = y;
+    Cbc_addCol(model, "", 0.0, 1.0, 0.0, 0, 0, nullptr, nullptr);
+    idx = {y, k};
+    val = {1.0, -1.0};
+    Cbc_addRow(model, "", 2, idx.data(), val.data(), 'L', 0.0);  // y_k <= x_k
+    if (c.output_link_saving >= 0) {
+      idx = {y};
+      val = {1.0};
+      if (z_of[k] >= 0) {  // z_k = y_k
+        idx.push_back(z_of[k]);
+        val.push_back(-1.0);
+        Cbc_addRow(model, "", 2, idx.data(), val.data(), 'E', 0.0);
+      } else {  // a required output stays dense, and so do k's inputs
+        Cbc_addRow(model, "", 1, idx.data(), val.data(), 'L', 0.0);
+      }
+    }
+    for (auto [t, saving] : c.input_link_savings) {
+      idx = {y};
+      val = {1.0};
+      for (int z : link_columns[t]) {
+        idx.push_back(z);
+        val.push_back(-1.0);
+      }
+      Cbc_addRow(model, "", static_cast<int>(idx.size()), idx.data(), val.data(), 'L', 0.0);  // y_k <= L_t
+      if (link_columns[t].empty()) continue;
+      for (double& v : val) v = -v;
+      idx.push_back(k);
+      val.push_back(1.0);
+      Cbc_addRow(model, "", static_cast<int>(idx.size()), idx.data(), val.data(), 'L', 1.0);  // L_t - y_k + x_k <= 1
+    }
+  }
   for (int k = 0; k < n; ++k)
     for (auto [t, saving] : problem.candidates[k].input_link_savings) {
       if (link_columns[t].empty() || saving <= 0) continue;
@@ -292,6 +348,10 @@ SelectionResult solve_selection_blp(const SelectionProblem& problem, const std::
       idx = {w, k};
       val = {1.0, -1.0};
       Cbc_addRow(model, "", 2, idx.data(), val.data(), 'L', 0.0);
+      if (y_of[k] >= 0) {  // w_kt <= y_k
+        idx = {w, y_of[k]};
+        Cbc_addRow(model, "", 2, idx.data(), val.data(), 'L', 0.0);
+      }
       idx = {w};
       val = {1.0};
       for (int z : link_columns[t]) {

@@ -10,7 +10,10 @@
 //   the output but cannot take it in that layout.
 // w_kt = 1 means k reads t in the internal layout, saving i_kt:
 //   w_kt <= x_k, w_kt <= sum of z_p over the linkable producers p of t.
-// z and w are continuous in [0, 1]; with x integral an optimum has them 0 or 1.
+// A links_together kernel k has y_k in [0, 1], y_k <= x_k: its output's z_k = y_k, and for
+// each input t it reads linked, y_k <= L_t and L_t - y_k + x_k <= 1 (L_t = sum of z_p over t's
+// linkable producers: selected, it links all or none), and w_kt <= y_k.
+// z, w and y are continuous in [0, 1]; with x integral an optimum has them 0 or 1.
 // Solved with COIN-OR CBC (C API, CbcMain1 defaults), warm-started, within a time limit.
 #pragma once
 #include <string>
@@ -30,6 +33,11 @@ struct SelectionProblem {
     double output_link_saving = -1;
     // (local tensor, seconds saved) for the inputs it can read in the internal layout.
     std::vector<std::pair<int, double>> input_link_savings;
+    // The kernel's links are all or none: its output (when output_link_saving >= 0) and every
+    // input of input_link_savings stay in the internal layout together, or all are dense. (The
+    // CPU backend's Halide kernels read and write a layout through strides only when every one
+    // of their candidate tensors links; savings are then 0, the oneDNN neighbours' are not.)
+    bool links_together = false;
   };
   int num_tensors = 0;
   int num_prims = 0;

@@ -262,9 +262,18 @@ SelectionProblem selection_problem(const PrimGraph& g, const Partition& part, co
     if (link_savings && !(*link_savings)[i].empty()) {
       const std::vector<double>& s = (*link_savings)[i];
       KORCH_CHECK(s.size() == k.inputs.size() + 1, "link savings of a candidate do not match its inputs");
-      c.output_link_saving = s[0];
+      // Memory-bound kernels (the CPU backend's Halide kernels) link all their candidate tensors
+      // or none; one whose candidate input comes from outside the partition is offered no links.
+      bool together = k.num_linear == 0;
+      bool outside = false;
       for (size_t j = 0; j < k.inputs.size(); ++j)
-        if (s[1 + j] >= 0 && local(k.inputs[j]) >= 0) c.input_link_savings.emplace_back(local(k.inputs[j]), s[1 + j]);
+        if (s[1 + j] >= 0 && local(k.inputs[j]) < 0) outside = true;
+      if (!(together && outside)) {
+        c.links_together = together;
+        c.output_link_saving = s[0];
+        for (size_t j = 0; j < k.inputs.size(); ++j)
+          if (s[1 + j] >= 0 && local(k.inputs[j]) >= 0) c.input_link_savings.emplace_back(local(k.inputs[j]), s[1 + j]);
+      }
     }
     for (PrimId p : k.prims) c.covers.push_back(p - base);
     problem.candidates.push_back(std::move(c));

@@ -17,7 +17,7 @@
 namespace korch {
 namespace {
 
-TEST(CpuProfiler, MeasuresChannelsLastHalideKernelsDenseWithoutLinkSavings) {
+TEST(CpuProfiler, MeasuresChannelsLastHalideKernelsDenseWithZeroLinkSavings) {
   PrimGraph g;  // 48 channels: both blocked formats apply (nChw8c on AVX2, nChw16c on AVX-512)
   TensorId x = g.add_input("x", DType::F32, {1, 48, 10, 12});
   auto bias = std::make_shared<TensorData>(DType::F32, Shape{1, 48, 1, 1});
@@ -34,8 +34,13 @@ TEST(CpuProfiler, MeasuresChannelsLastHalideKernelsDenseWithoutLinkSavings) {
   ASSERT_TRUE(seconds.has_value());
   EXPECT_GT(*seconds, 0.0);
   EXPECT_EQ(profiler.stats().mismatches, 0);
-  // Its layout links are decided per kernel at run time; the BLP is offered none.
-  EXPECT_TRUE(profiler.link_savings(k).empty());
+  // Its candidate tensors are offered to the BLP with no saving of its own (0), so that the
+  // oneDNN kernels around it can link; the constant bias is not a candidate (-1).
+  std::vector<double> savings = profiler.link_savings(k);
+  ASSERT_EQ(savings.size(), k.inputs.size() + 1);
+  EXPECT_EQ(savings[0], 0.0);
+  for (size_t i = 0; i < k.inputs.size(); ++i)
+    EXPECT_EQ(savings[1 + i], g.tensor(k.inputs[i]).is_constant() ? -1.0 : 0.0) << "input " << i;
 }
 
 // A memory-bound kernel's other schedule variants are compiled and timed only when its default

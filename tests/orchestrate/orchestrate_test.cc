@@ -201,10 +201,11 @@ TEST(Blp, SecondsScaleCostsMatchBruteForce) {
 }
 
 // Layout links: some candidates keep their output in an internal layout, some read inputs in
-// it; the BLP's linearisation must find the same optimum as brute force over selection_cost.
+// it, some (memory-bound kernels) take all their links or none; the BLP's linearisation must
+// find the same optimum as brute force over selection_cost.
 TEST(Blp, LayoutLinksMatchBruteForceOnRandomDags) {
   std::mt19937 rng(777);
-  int checked = 0, with_savings = 0;
+  int checked = 0, with_savings = 0, with_together = 0;
   for (int trial = 0; checked < 150 && trial < 5000; ++trial) {
     int n = 3 + static_cast<int>(rng() % 10);
     PrimGraph g = random_dag(rng, n);
@@ -215,7 +216,9 @@ TEST(Blp, LayoutLinksMatchBruteForceOnRandomDags) {
     for (size_t i = 0; i < cands.size(); ++i) {
       Kernel& k = cands[i];
       k.cost = (1.0 + 9.0 * unit(rng)) * (1.0 + 0.2 * k.prims.size());
-      if (unit(rng) < 0.5) continue;
+      // 70% stand for linear kernels (links per tensor), 30% for memory-bound ones (all or none).
+      k.num_linear = unit(rng) < 0.7 ? 1 : 0;
+      if (unit(rng) < 0.3) continue;
       // Savings stay below half the cost, so a duplicate producer never pays off.
       links[i].assign(k.inputs.size() + 1, -1.0);
       if (unit(rng) < 0.7) links[i][0] = 0.25 * k.cost * unit(rng);
@@ -231,10 +234,40 @@ TEST(Blp, LayoutLinksMatchBruteForceOnRandomDags) {
     double plain = 0;
     for (int k : exact.chosen) plain += problem.candidates[k].cost;
     with_savings += exact.cost < plain - 1e-9;
+    with_together += std::any_of(exact.chosen.begin(), exact.chosen.end(), [&](int k) {
+      const SelectionProblem::Candidate& c = problem.candidates[k];
+      return c.links_together && (c.output_link_saving >= 0 || !c.input_link_savings.empty());
+    });
     ++checked;
   }
   EXPECT_EQ(checked, 150);
-  EXPECT_GT(with_savings, 20);  // the links mattered in a good share of the problems
+  EXPECT_GT(with_savings, 20);   // the links mattered in a good share of the problems
+  EXPECT_GT(with_together, 10);  // and so did all-or-none kernels
+}
+
+TEST(Blp, AllOrNoneKernelLinksEveryTensorOrNone) {
+  // t0 <- A; t1 <- H(t0); t2 <- B(t1); H takes its links together (saving nothing itself), A and
+  // B save 4 and 3 when t0 and t1 stay in the internal layout.
+  SelectionProblem p;
+  p.num_tensors = p.num_prims = 4;
+  p.required = {2};
+  SelectionProblem::Candidate a{10, 0, {}, {0}, 4, {}};
+  SelectionProblem::Candidate h{10, 1, {0}, {1}, 0, {{0, 0}}, true};
+  SelectionProblem::Candidate b{10, 2, {1}, {2}, -1, {{1, 3}}};
+  p.candidates = {a, h, b};
+  EXPECT_DOUBLE_EQ(selection_cost(p, {0, 1, 2}), 30 - 4 - 3);
+  EXPECT_DOUBLE_EQ(solve_selection_blp(p, {}, 10).cost, 23);
+  // t1 also read by C, which takes it dense: t1 cannot link, so H links neither, and t0 stays
+  // dense too although every reader of t0 could take it linked.
+  SelectionProblem::Candidate c{10, 3, {1}, {3}, -1, {}};
+  p.candidates.push_back(c);
+  p.required = {2, 3};
+  EXPECT_DOUBLE_EQ(selection_cost(p, {0, 1, 2, 3}), 40);
+  EXPECT_DOUBLE_EQ(solve_selection_blp(p, {}, 10).cost, 40);
+  // Taken one tensor at a time, t0 would have linked.
+  p.candidates[1].links_together = false;
+  EXPECT_DOUBLE_EQ(selection_cost(p, {0, 1, 2, 3}), 36);
+  EXPECT_DOUBLE_EQ(solve_selection_blp(p, {}, 10).cost, 36);
 }
 
 TEST(Blp, LinkedTensorNeedsEveryReaderToTakeTheLayout) {
