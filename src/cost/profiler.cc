@@ -57,25 +57,22 @@ std::vector<std::pair<const void*, int64_t>> input_spans(const PrimGraph& g, con
 std::vector<double> measure_link_savings(const PrimGraph& g, const Kernel& k, cpu::CompiledKernel& compiled,
                                          const std::vector<const void*>& inputs, double dense_seconds,
                                          CacheState& cache_state) {
-  // A Halide kernel reads and writes a layout through strides at about its dense speed: it saves
-  // nothing itself, but its candidate tensors (0) let the oneDNN kernels around it link. Its
-  // links are all-or-nothing at run time (link_layouts); the BLP takes them together
-  // (SelectionProblem::Candidate::links_together).
-  if (compiled.layout_by_strides()) {
-    std::vector<double> savings(1 + k.inputs.size(), -1.0);
-    if (!compiled.output_layout().empty()) savings[0] = 0.0;
-    for (size_t i = 0; i < k.inputs.size(); ++i)
-      if (!g.tensor(k.inputs[i]).is_constant() && !compiled.input_layout(static_cast<int>(i)).empty())
-        savings[1 + i] = 0.0;
-    bool any = std::any_of(savings.begin(), savings.end(), [](double s) { return s >= 0; });
-    return any ? savings : std::vector<double>{};
-  }
   std::vector<int> linked_inputs;
   for (size_t i = 0; i < k.inputs.size(); ++i)
     if (!g.tensor(k.inputs[i]).is_constant() && !compiled.input_layout(static_cast<int>(i)).empty())
       linked_inputs.push_back(static_cast<int>(i));
   bool linked_output = !compiled.output_layout().empty();
   if (linked_inputs.empty() && !linked_output) return {};
+  // A Halide kernel reads and writes a layout through strides at about its dense speed: it saves
+  // nothing itself, but its candidate tensors (0) let the oneDNN kernels around it link. Its
+  // links are all-or-nothing at run time (link_layouts); the BLP takes them together
+  // (SelectionProblem::Candidate::links_together).
+  if (compiled.layout_by_strides()) {
+    std::vector<double> savings(1 + k.inputs.size(), -1.0);
+    if (linked_output) savings[0] = 0.0;
+    for (int i : linked_inputs) savings[1 + i] = 0.0;
+    return savings;
+  }
   // Buffers in the internal layouts (padded blocked layouts may be larger than the dense ones),
   // filled with a harmless value: only the time matters.
   std::vector<std::vector<float>> buffers;
