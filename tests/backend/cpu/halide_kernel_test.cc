@@ -610,9 +610,9 @@ TEST(CpuKernels, NoBlockTransposeForAnInputReadTwoWays) {
   EXPECT_EQ(cpu::schedule_variants(g, make_kernel(g, {0, 1})), 1);
 }
 
-// Exp and Sigmoid take a cheaper exp (fast_exp with its range handled): over the whole float
-// range they stay within 1e-5 relative of libm, overflow to +inf where exp does, and come out
-// (near) zero where exp underflows, in every schedule variant.
+// Exp and Sigmoid (Halide::exp): over the whole float range they stay within 1e-6 relative of
+// libm (a cheaper exp with 2e-6 doubled YOLOX's error against float64), overflow to +inf where
+// exp does, and come out (near) zero where exp underflows.
 TEST(CpuKernels, ExpAndSigmoidHoldOverTheFloatRange) {
   std::vector<float> xs;
   for (float x = -120.0f; x <= 120.0f; x += 0.37f) xs.push_back(x);
@@ -639,7 +639,7 @@ TEST(CpuKernels, ExpAndSigmoidHoldOverTheFloatRange) {
       else if (want < 1.25e-38)
         EXPECT_LE(std::fabs(got[i]), 1.25e-38) << prim_op_name(op) << "(" << v << ") = " << got[i];
       else
-        EXPECT_LE(std::fabs(got[i] - want), 1e-5 * want) << prim_op_name(op) << "(" << v << ") = " << got[i];
+        EXPECT_LE(std::fabs(got[i] - want), 1e-6 * want) << prim_op_name(op) << "(" << v << ") = " << got[i];
     }
   }
 }
