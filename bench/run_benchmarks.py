@@ -19,11 +19,13 @@ intra-op thread count T for every engine:
     ONNX Runtime (CPU EP), PyTorch eager, torch.compile (inductor, CPU), and for the models of
     --export-models korch-export (the same korch plan as a `korch export` package, driven by
     examples/c_consumer --serve).
- 3. warm-up runs, then R interleaved rounds (one run of every engine per round); median and
-    p10/p90. R is lowered for slow models so that the timed rounds of one model take about
-    --round-budget-s seconds.
+ 3. warm-up runs, then R interleaved rounds (one run of every engine per round, a busy-waited
+    --gap-ms between runs); median and p10/p90. R is lowered for slow models so that the timed
+    rounds of one model take about --round-budget-s seconds.
  4. output check: korch's outputs (`korch run --output`) against ORT's and PyTorch's, ORT's
-    against PyTorch's: pass if |a-b| <= 1e-4 + 1e-3|b| elementwise.
+    against PyTorch's: pass if |a-b| <= 1e-3 + 1e-3|b| elementwise (ONNX Runtime's own
+    tolerance for whole-model tests); and every engine against the model evaluated in float64
+    by PyTorch (the eager peer computes it once), the truth the fp32 engines approximate.
 
 Writes OUT/benchmarks.json, OUT/benchmarks.md and OUT/benchmarks.png (OUT: docs/, or
 build/bench/quick/ with --quick). Every number in the Markdown comes from the JSON.
@@ -62,7 +64,12 @@ PEERS = ["korch", "korch-greedy"]  # peers that are C++ processes; the rest are 
 # korch-export: the korch plan exported with `korch export`, built with examples/c_consumer and run
 # by its --serve mode (a C process); only for the models of --export-models.
 DEFAULT_EXPORT_MODELS = "resnet50,bert_base"
-ATOL, RTOL = 1e-4, 1e-3
+# Whole-model output tolerance: |a - b| <= ATOL + RTOL |b| elementwise. These are ONNX Runtime's
+# own defaults for whole-model tests (onnx_test_runner / ModelTest: per-sample 1e-3 absolute and
+# 1e-3 relative). `korch check`'s per-kernel default is tighter (1e-4 absolute), but through the
+# deep random-weight nets here fp32 summation order alone moves single outputs by more than that:
+# ORT and PyTorch disagree with each other, and with float64, beyond 1e-4 on YOLOX and YOLOv4.
+ATOL, RTOL = 1e-3, 1e-3
 SPEEDUP_TARGET = 1.15
 
 
@@ -138,6 +145,8 @@ def _peer_main(args):
                 def run():
                     with torch.inference_mode():
                         return [o.numpy() for o in epm._flatten(model(*tin))]
+                if args.write_outputs:
+                    info.update(write_float64_outputs(model, tin, epm, args.write_outputs))
             else:
                 compiled = torch.compile(model)  # inductor, default mode
 
@@ -179,6 +188,26 @@ def _peer_main(args):
 # ==========================================================================================
 # Output comparison
 # ==========================================================================================
+def write_float64_outputs(model, tin, epm, out_dir):
+    """The model evaluated in float64 (a copy of its weights, float inputs widened), written as
+    output_fp64_K.npy: the reference that every fp32 engine's error is measured against."""
+    import copy
+    import numpy as np
+    import torch
+    t0 = time.perf_counter()
+    try:
+        m64 = copy.deepcopy(model).double()
+        t64 = [t.double() if t.is_floating_point() else t for t in tin]
+        with torch.inference_mode():
+            outs = [o.double().numpy() for o in epm._flatten(m64(*t64))]
+    except Exception as e:  # noqa: B902  a model that cannot run in float64 only loses this check
+        return {"fp64_error": "%s: %s" % (type(e).__name__, (str(e).strip().splitlines() or [""])[0][:200])}
+    os.makedirs(out_dir, exist_ok=True)
+    for i, o in enumerate(outs):
+        np.save(os.path.join(out_dir, "output_fp64_%d.npy" % i), o)
+    return {"fp64_s": round(time.perf_counter() - t0, 2)}
+
+
 def compare(a, b, atol=ATOL, rtol=RTOL):
     """Compare actual a with expected b: (pass, {max_abs, max_rel, worst_ratio, ...})."""
     import numpy as np
@@ -206,11 +235,12 @@ def compare(a, b, atol=ATOL, rtol=RTOL):
     d = np.abs(a - b)[fin]
     bb = np.abs(b)[fin]
     max_abs = float(d.max()) if d.size else 0.0
+    mean_abs = float(d.mean()) if d.size else 0.0
     nz = bb != 0
     max_rel = float((d[nz] / bb[nz]).max()) if nz.any() else 0.0
     ratio = float((d / (atol + rtol * bb)).max()) if d.size else 0.0
     ok = bool(nan_ok and inf_ok and ratio <= 1.0)
-    res.update(max_abs=max_abs, max_rel=max_rel, worst_tol_ratio=ratio, pass_=ok,
+    res.update(max_abs=max_abs, mean_abs=mean_abs, max_rel=max_rel, worst_tol_ratio=ratio, pass_=ok,
                ref_max_abs=float(bb.max()) if bb.size else 0.0)
     res["pass"] = res.pop("pass_")
     return ok, res
@@ -228,6 +258,8 @@ def compare_sets(actual, expected, names):
         ok = ok and o
     return {"pass": ok, "max_abs": max((r.get("max_abs", float("inf")) for r in outs), default=0.0),
             "max_rel": max((r.get("max_rel", float("inf")) for r in outs), default=0.0),
+            "mean_abs": max((r.get("mean_abs", float("inf")) for r in outs), default=0.0),
+            "worst_tol_ratio": max((r.get("worst_tol_ratio", float("inf")) for r in outs), default=0.0),
             "outputs": outs}
 
 
@@ -488,6 +520,17 @@ def korch_env(args):
 # ==========================================================================================
 # One model
 # ==========================================================================================
+def busy_wait(seconds):
+    """Wait on this CPU, not asleep. If every CPU of the machine idles for more than ~15 ms, waking
+    a thread pool again took 10-17 ms in 8-21% of the runs on the 2-vCPU VM this benchmark was
+    built on (2 OpenMP threads, 20 ms sleeps; none with sleeps <= 10 ms or with one CPU busy):
+    an artifact of the VM, not of the engine measured, that a sleeping gap charged at random to
+    whichever multi-threaded engine ran next."""
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
+
+
 def pct(xs, q):
     xs = sorted(xs)
     if not xs:
@@ -761,7 +804,7 @@ def bench_model(args, name, korch_bin):
         try:
             t = peers[e].run_once(timeout)
             if args.gap_ms:
-                time.sleep(args.gap_ms / 1e3)
+                busy_wait(args.gap_ms / 1e3)
             return t
         except PeerError as ex:
             eng[e]["error"] = "failed during runs: %s" % ex
@@ -808,16 +851,18 @@ def bench_model(args, name, korch_bin):
     # ---- 4. output checks
     import numpy as np
 
-    def load_npy(e):
+    def load_npy(e, pattern="output_%d.npy"):
         d = os.path.join(outs_dir, e)
         try:
-            return [np.load(os.path.join(d, "output_%d.npy" % i)) for i in range(len(out_names))]
+            return [np.load(os.path.join(d, pattern % i)) for i in range(len(out_names))]
         except OSError:
             return None
     ort_outs, torch_outs = load_npy("ort"), load_npy("torch-eager")
+    fp64_outs = load_npy("torch-eager", "output_fp64_%d.npy")
     checks = {}
     for key, a, b in (("korch_vs_ort", korch_outs, ort_outs), ("korch_vs_torch", korch_outs, torch_outs),
-                      ("ort_vs_torch", ort_outs, torch_outs)):
+                      ("ort_vs_torch", ort_outs, torch_outs), ("korch_vs_fp64", korch_outs, fp64_outs),
+                      ("ort_vs_fp64", ort_outs, fp64_outs), ("torch_vs_fp64", torch_outs, fp64_outs)):
         if a is None or b is None:
             checks[key] = {"pass": None, "error": "outputs missing"}
         else:
@@ -882,7 +927,8 @@ def environment(args, korch_bin):
         vers[pkg] = ("%s %s" % (deb, out)) if out else "unknown"
     env["versions"] = vers
     env["omp_wait_policy"] = ("PASSIVE (ORT allow_spinning=0)" if args.passive else
-                              "each engine's default (spinning; ORT allow_spinning=1), %g ms between runs" % args.gap_ms)
+                              "each engine's default (spinning; ORT allow_spinning=1), %g ms between runs (the harness "
+                              "busy-waits)" % args.gap_ms)
     return env
 
 
@@ -1003,6 +1049,12 @@ def fp32_noise(m, key="korch_vs_ort"):
     k, o = c.get(key, {}), c.get("ort_vs_torch", {})
     return (k.get("pass") is False and o.get("pass") is False and "max_abs" in k and "max_abs" in o
             and k["max_abs"] <= 2 * o["max_abs"])
+
+
+def fp64_cell(c):
+    if not c or c.get("pass") is None or "worst_tol_ratio" not in c:
+        return "-"
+    return "%.2f / %.2g" % (c["worst_tol_ratio"], c["mean_abs"])
 
 
 def check_cell(c):
@@ -1264,6 +1316,15 @@ def write_md(data, path, png_name):
             w("| %s | %s | %s |" % (check_cell(c.get("korch_vs_ort")), check_cell(c.get("korch_vs_torch")),
                                     check_cell(c.get("ort_vs_torch"))))
             w("")
+            if any(c.get(k, {}).get("pass") is not None for k in ("korch_vs_fp64", "ort_vs_fp64", "torch_vs_fp64")):
+                w("Error against the model evaluated in float64 (PyTorch, same weights and inputs): worst "
+                  "|a-ref| / (%g + %g|ref|), then mean |a-ref|; lower is closer to the exact result:" % (ATOL, RTOL))
+                w("")
+                w("| korch | ONNX Runtime | PyTorch eager |")
+                w("|---|---|---|")
+                w("| %s | %s | %s |" % tuple(fp64_cell(c.get(k)) for k in ("korch_vs_fp64", "ort_vs_fp64",
+                                                                            "torch_vs_fp64")))
+                w("")
             noisy = [k for k in ("korch_vs_ort", "korch_vs_torch") if fp32_noise(m, k)]
             if noisy:
                 w("ONNX Runtime and PyTorch fail the same tolerance against each other, by about as much as "
@@ -1343,8 +1404,9 @@ def main(argv=None):
     ap.add_argument("--round-budget-s", type=float, default=None,
                     help="target seconds of timed rounds per model; rounds are lowered to fit (default 150)")
     ap.add_argument("--gap-ms", type=float, default=None,
-                    help="sleep between two engines' runs, so that one engine's spinning threads are asleep "
-                    "before the next runs (default 20; 0 with --passive)")
+                    help="gap between two engines' runs (the harness busy-waits), so that one engine's "
+                    "spinning threads are asleep before the next runs (after a run, korch's libgomp threads "
+                    "spin ~11 ms, PyTorch's ~20 ms of CPU; default 40, 0 with --passive)")
     ap.add_argument("--passive", action="store_true",
                     help="make every thread pool sleep when idle (OMP_WAIT_POLICY=PASSIVE, ORT allow_spinning=0) "
                     "instead of each engine's default spinning; for a machine with other load")
@@ -1388,7 +1450,7 @@ def main(argv=None):
     if args.fast_budget_s is None:
         args.fast_budget_s = 0 if q else 30
     if args.gap_ms is None:
-        args.gap_ms = 0.0 if args.passive else 20.0
+        args.gap_ms = 0.0 if args.passive else 40.0
     args.optimize_timeout = args.optimize_timeout or (600 if q else 3600)
     args.start_timeout = args.start_timeout or (300 if q else 900)
     args.compile_timeout = args.compile_timeout or (600 if q else 1200)
