@@ -425,7 +425,8 @@ std::vector<Case> cases() {
                   return g;
                 }});
   cs.push_back(
-      {"transpose of the last two axes with an epilogue", [] {
+      {"transpose of the last two axes with a SiLU, rows not a multiple of the tile (tall block transpose variant)",
+       [] {
          PrimGraph g;
          TensorId x = g.add_input("x", DType::F32, {2, 37, 45});
          TensorId t = g.add_primitive(PrimOp::Transpose, {x}, Attrs().set("perm", std::vector<int64_t>{0, 2, 1}));
@@ -580,6 +581,7 @@ TEST(CpuKernels, ScheduleVariantsExistWhereTheyHelp) {
   const std::vector<std::pair<std::string, std::string>> expected = {
       {"(fused parallel variant)", "parallel over the fused outer axes"},
       {"(block transpose variant)", "block transpose in registers"},
+      {"(tall block transpose variant)", "tile 8x16 of 8x8 blocks"},
       {"(piecewise concat variant)", "one update per piece"}};
   for (const Case& c : cases()) {
     for (const auto& [tag, description] : expected) {
