@@ -809,6 +809,9 @@ enum class Variant {
   PiecewiseConcat,     // an innermost-axis Concat output: one update per piece (no per-lane select between pieces)
 };
 
+// Both block transpose variants stage the transposed inputs in 8x8 register blocks.
+bool is_block_transpose(Variant v) { return v == Variant::BlockTranspose || v == Variant::BlockTransposeTall; }
+
 // A tiled output runs its tile rows in parallel when the tiled axes are the only non-unit ones,
 // else its outermost non-unit axis.
 void parallelise_tiles(Func& f, const std::vector<Var>& v, const Var& tile_rows, int par_axis, OutputSchedule* s) {
@@ -838,7 +841,7 @@ OutputSchedule schedule_output(Func& f, const Shape& shape, int vector, bool til
       par_axis = a;
       break;
     }
-  if (variant == Variant::BlockTranspose || variant == Variant::BlockTransposeTall) {
+  if (is_block_transpose(variant)) {
     // The output side; the inputs' blocks are scheduled by the caller.
     Var xo("xo"), yo("yo"), xi("xi"), yi("yi");
     // ShiftInwards: every tile, the last ones too, is a full 8x8 block (axes are >= 8 long), so
@@ -1383,7 +1386,7 @@ bool build_halide_pipeline(const PrimGraph& g, const Kernel& k, const Halide::Ta
     }
     OutputSchedule schedule =
         schedule_output(out, g.tensor(k.output).shape, vector, transposes_innermost(g, k), variants[k.schedule]);
-    if (variants[k.schedule] == Variant::BlockTranspose || variants[k.schedule] == Variant::BlockTransposeTall) {
+    if (is_block_transpose(variants[k.schedule])) {
       // Each input read transposed: its 8x8 block loaded as 8 row vectors, then stored
       // transposed (a register transpose after LLVM), so that the output reads rows too.
       // Wrappers of all calls: the kernel's other Funcs are inlined into the output.
