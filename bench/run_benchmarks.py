@@ -1318,7 +1318,8 @@ def write_md(data, path, png_name):
             w("")
             if any(c.get(k, {}).get("pass") is not None for k in ("korch_vs_fp64", "ort_vs_fp64", "torch_vs_fp64")):
                 w("Error against the model evaluated in float64 (PyTorch, same weights and inputs): worst "
-                  "|a-ref| / (%g + %g|ref|), then mean |a-ref|; lower is closer to the exact result:" % (ATOL, RTOL))
+                  "|a-ref| / (%g + %g|ref|), then mean |a-ref| (of the output where it is largest); lower is "
+                  "closer to the exact result:" % (ATOL, RTOL))
                 w("")
                 w("| korch | ONNX Runtime | PyTorch eager |")
                 w("|---|---|---|")
