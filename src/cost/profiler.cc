@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "backend/cpu/compiled_kernel.h"
+#include "backend/cpu/stream_store.h"
 #include "check/test_case.h"
 #include "orchestrate/plan.h"
 #include "reference/reference.h"
@@ -178,23 +179,8 @@ double median_of(std::vector<double> values) {
   return values[values.size() / 2];
 }
 
-// Bytes of the last-level cache this CPU's cores share (sysfs; sysconf's figure can be the
-// whole package's, 320 MiB on a VM slice of a 32 MiB-per-CCD EPYC), 32 MiB when unknown,
-// at most 256 MiB.
-int64_t last_level_cache_bytes() {
-  int64_t bytes = int64_t{32} << 20;
-  std::ifstream f("/sys/devices/system/cpu/cpu0/cache/index3/size");
-  int64_t value = 0;
-  std::string unit;
-  if (f >> value && value > 0) {
-    f >> unit;
-    bytes = value * (unit == "K" || unit.empty() ? 1024 : unit == "M" ? 1024 * 1024 : 1);
-  }
-  return std::min<int64_t>(bytes, int64_t{256} << 20);
-}
-
 CacheState::CacheState() {
-  int64_t bytes = 3 * last_level_cache_bytes() / 2;
+  int64_t bytes = 3 * cpu::last_level_cache_bytes() / 2;
   evict_.assign(static_cast<size_t>(bytes / 8), 1);
 }
 
@@ -229,7 +215,10 @@ std::string omp_wait_settings() {
 
 CpuProfiler::CpuProfiler(int threads, ProfileCache* cache, std::function<void(const std::string&)> log)
     : threads_(threads), cache_(cache), log_(std::move(log)) {
-  target_ = str_cat(cpu_features(), " threads=", threads_, omp_wait_settings());
+  // The streaming-store threshold decides which schedule variants a kernel has (cached results
+  // name a variant by index).
+  target_ = str_cat(cpu_features(), " threads=", threads_, omp_wait_settings(),
+                    " stream-stores-from=", cpu::streaming_output_bytes());
 }
 
 std::string CpuProfiler::versions() {

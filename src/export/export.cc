@@ -36,6 +36,7 @@ const char* const kRuntimeHeaders[] = {
     "orchestrate/kernel.h",
     "backend/cpu/compiled_kernel.h",
     "backend/cpu/layout_link.h",
+    "backend/cpu/stream_store.h",
 };
 const char* const kRuntimeSources[] = {
     "ir/dtype.cc",
@@ -50,6 +51,7 @@ const char* const kRuntimeSources[] = {
     "reference/linear.cc",
     "backend/cpu/onednn_kernel.cc",
     "backend/cpu/layout_link.cc",
+    "backend/cpu/stream_store.cc",
 };
 
 void write_bytes(const fs::path& path, const void* data, size_t n) {

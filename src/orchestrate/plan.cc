@@ -60,7 +60,7 @@ void validate_plan_or_throw(const PrimGraph& g, const Plan& plan) {
   if (!problems.empty()) fail("invalid plan: ", problems.front());
 }
 
-const char* const kCodegenVersion = "korch-codegen-14";
+const char* const kCodegenVersion = "korch-codegen-15";
 
 std::string codegen_mismatch(const Plan& plan) {
   const char* consequence =

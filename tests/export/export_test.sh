@@ -7,7 +7,9 @@
 # usage: export_test.sh KORCH KORCH_EXPORT SOURCE_DIR WORK_DIR [CASE_DIR] [THREADS] [PROFILE_CACHE]
 #   CASE_DIR holds model.onnx and test_data_set_0/input_K.pb (default: examples/tiny_cnn);
 #   PROFILE_CACHE: korch's profile cache to reuse (default: a fresh one in WORK_DIR).
-# Environment: KORCH_EXPORT_PLAN=plan.json exports that plan instead of optimising (measured costs).
+# Environment: KORCH_EXPORT_PLAN=plan.json exports that plan instead of optimising (measured costs);
+#   KORCH_EXPORT_EXPECT_SYMBOL=NAME: the package's Halide kernels must call NAME, and no kernel may
+#   fall back to the reference (a plan that names schedule variants checks that they export).
 set -euo pipefail
 KORCH=$1 KORCH_EXPORT=$2 SRC=$3 WORK=$4
 CASE=${5:-$SRC/examples/tiny_cnn}
@@ -41,6 +43,11 @@ phase "export"
 for f in model.kpkg weights.bin CMakeLists.txt include/korch_model.h kernels/halide_runtime.o kernels/kernels.cc; do
   [[ -f pkg/$f ]] || fail "package lacks $f"
 done
+if [[ -n ${KORCH_EXPORT_EXPECT_SYMBOL:-} ]]; then
+  ! grep -q "reference fallback" export.log || fail "a kernel fell back to the reference: $(grep 'reference fallback' export.log)"
+  nm pkg/kernels/*.o > kernel_symbols.txt
+  grep -q " U $KORCH_EXPORT_EXPECT_SYMBOL\$" kernel_symbols.txt || fail "no kernel calls $KORCH_EXPORT_EXPECT_SYMBOL"
+fi
 # The package is self-contained: nothing in it refers back to the korch source tree.
 ! grep -rIl -- "$SRC" pkg > /dev/null || fail "package refers to $SRC: $(grep -rIl -- "$SRC" pkg | head -3)"
 # Move it: builds and runs from anywhere.

@@ -13,6 +13,9 @@
 // Exp and Sigmoid use Halide::exp (relative error < 4e-7 over the float range, +inf above
 // ln(FLT_MAX), 0 below ln(FLT_MIN)); Halide's fast_exp (2e-6) made YOLOX's outputs twice as far
 // from a float64 evaluation as ONNX Runtime's.
+// Outputs larger than the last-level cache also get schedule variants whose computed tiles or
+// rows are written out with streaming stores (korch_stream_rows, through a custom lowering pass;
+// see stream_store.h): no read for ownership of the output's lines.
 // Halide runs its parallel loops on korch's OpenMP threads (custom do_par_for),
 // so oneDNN and Halide share one pool. Resize reads per-axis tables of the
 // reference's own taps (input index, weight), so it indexes exactly like the
@@ -31,6 +34,7 @@
 
 #include "backend/cpu/compiled_kernel.h"
 #include "backend/cpu/layout_link.h"
+#include "backend/cpu/stream_store.h"
 #include "reference/reference.h"
 #include "util/error.h"
 
@@ -807,7 +811,17 @@ enum class Variant {
   BlockTranspose,      // 8x8 tiles; inputs read transposed are loaded as 8 row vectors and transposed in registers
   BlockTransposeTall,  // the same, in tiles 8 wide and 16 tall (two blocks): whole input lines per tile
   PiecewiseConcat,     // an innermost-axis Concat output: one update per piece (no per-lane select between pieces)
+  StreamedPanels,      // transposes with outputs past the last-level cache: panels written with streaming stores
+  StreamedRows,        // other outputs past the last-level cache: the default schedule, rows written the same way
 };
+
+// StreamedPanels: each parallel task computes a panel of kStreamColumns output columns, all rows,
+// kStreamRows rows at a time (a tile computed in blocks of vector x 8 transposed in registers,
+// kept in L1), and each tile goes out through korch_stream_rows. The panel's input is a few whole input
+// rows read front to back (prefetchable streams); its output is one or two 64-byte lines per
+// output row, which streaming stores write without reading them first.
+constexpr int kStreamColumns = 32;
+constexpr int kStreamRows = 256;
 
 // Both block transpose variants stage the transposed inputs in 8x8 register blocks.
 bool is_block_transpose(Variant v) { return v == Variant::BlockTranspose || v == Variant::BlockTransposeTall; }
@@ -1108,6 +1122,15 @@ std::vector<Variant> variants_of(const PrimGraph& g, const Kernel& k, const Gene
   }
   if (output_innermost_concat(g, k) && gen.materialised().empty() && gen.stencils().empty())
     v.push_back(Variant::PiecewiseConcat);
+  int64_t output_bytes = num_elements(out) * static_cast<int64_t>(dtype_size(g.tensor(k.output).dtype));
+  if (rank >= 2 && out[rank - 1] >= kStreamColumns && out[rank - 2] >= 8 && transposed > 0 &&
+      transposed <= kMaxBlockInputs && gen.materialised().empty() && gen.stencils().empty() &&
+      output_bytes >= streaming_output_bytes())
+    v.push_back(Variant::StreamedPanels);
+  // Rows of whole vectors (of at most 16 lanes, which divide 16), so that no row has a tail.
+  if (!transposes_innermost(g, k) && rank >= 2 && out[rank - 1] % 16 == 0 && !output_innermost_concat(g, k) &&
+      output_bytes >= streaming_output_bytes())
+    v.push_back(Variant::StreamedRows);
   return v;
 }
 
@@ -1147,6 +1170,152 @@ Func piecewise_concat_output(const PrimGraph& g, const Kernel& k, Generator& gen
     *description = str_cat("halide: innermost concat, one update per piece (", piece, "), vectorize ", vector,
                            par > 0 ? ", parallel axis " + std::to_string(rank - 1 - par) : std::string());
   return f;
+}
+
+// Replaces the loop of dense vector stores that copies a computed tile or row into the output
+// (StreamedPanels, StreamedRows) with one korch_stream_rows call: per tile, its rows; per row,
+// its vectors (as rows one vector long, consecutive). Every output store must be replaced, else
+// compilation fails (the variant would be the plain one).
+class StreamOutputRows : public Halide::Internal::IRMutator {
+ public:
+  explicit StreamOutputRows(std::string output) : output_(std::move(output)) {}
+  using IRMutator::mutate;
+  Halide::Internal::Stmt mutate(const Halide::Internal::Stmt& s) override {
+    ++depth_;
+    Halide::Internal::Stmt result = IRMutator::mutate(s);
+    if (--depth_ == 0 && (replaced_ == 0 || kept_stores_ > 0))
+      throw Halide::CompileError(
+          str_cat("streaming stores: ", replaced_, " copy loops replaced, ", kept_stores_, " output stores left"));
+    return result;
+  }
+
+ private:
+  using IRMutator::visit;
+  Halide::Internal::Stmt visit(const Halide::Internal::For* loop) override {
+    namespace HI = Halide::Internal;
+    const HI::Store* store = loop->body.as<HI::Store>();
+    const HI::Load* load = store ? copied_load(store->value) : nullptr;
+    const HI::Ramp* to = store ? store->index.as<HI::Ramp>() : nullptr;
+    const HI::Ramp* from = load ? load->index.as<HI::Ramp>() : nullptr;
+    if (store && store->name == output_ && to && from && HI::is_const_one(to->stride) &&
+        HI::is_const_one(from->stride) && HI::is_const_one(store->predicate) && HI::is_const_one(load->predicate)) {
+      auto at = [&](const Expr& e, const Expr& row) { return HI::simplify(HI::substitute(loop->name, row, e)); };
+      Expr to_first = at(to->base, loop->min), from_first = at(from->base, loop->min);
+      Expr to_stride = HI::simplify(at(to->base, loop->min + 1) - to_first);
+      Expr from_stride = HI::simplify(at(from->base, loop->min + 1) - from_first);
+      if (!HI::expr_uses_var(to_stride, loop->name) && !HI::expr_uses_var(from_stride, loop->name)) {
+        ++replaced_;
+        return stream_call(store, load, to_first, from_first, loop->extent, to_stride, from_stride);
+      }
+    }
+    return IRMutator::visit(loop);
+  }
+  // A row that is one vector has no loop of its own: its store becomes a call for one row.
+  Halide::Internal::Stmt visit(const Halide::Internal::Store* store) override {
+    namespace HI = Halide::Internal;
+    if (store->name != output_) return IRMutator::visit(store);
+    const HI::Load* load = copied_load(store->value);
+    const HI::Ramp* to = store->index.as<HI::Ramp>();
+    const HI::Ramp* from = load ? load->index.as<HI::Ramp>() : nullptr;
+    if (!(to && from && HI::is_const_one(to->stride) && HI::is_const_one(from->stride) &&
+          HI::is_const_one(store->predicate) && HI::is_const_one(load->predicate))) {
+      ++kept_stores_;
+      return IRMutator::visit(store);
+    }
+    ++replaced_;
+    return stream_call(store, load, to->base, from->base, 1, 0, 0);
+  }
+  Halide::Internal::Stmt stream_call(const Halide::Internal::Store* store, const Halide::Internal::Load* load, Expr to,
+                                     Expr from, Expr rows, Expr to_stride, Expr from_stride) {
+    namespace HI = Halide::Internal;
+    return HI::Evaluate::make(HI::Call::make(
+        Halide::Int(32), "korch_stream_rows",
+        {HI::Variable::make(Halide::Handle(), store->name), std::move(to),
+         HI::Variable::make(Halide::Handle(), load->name), std::move(from), std::move(rows),
+         store->value.type().lanes(), store->value.type().bytes(), std::move(to_stride), std::move(from_stride)},
+        HI::Call::Extern));
+  }
+
+  // The value a store copies: a load, possibly wrapped in strict_float (targets with strict_float,
+  // such as the export test's, wrap every float value).
+  static const Halide::Internal::Load* copied_load(const Expr& value) {
+    namespace HI = Halide::Internal;
+    if (const HI::Call* c = value.as<HI::Call>(); c && c->is_intrinsic(HI::Call::strict_float) && c->args.size() == 1)
+      return c->args[0].as<HI::Load>();
+    return value.as<HI::Load>();
+  }
+
+  std::string output_;
+  int depth_ = 0, replaced_ = 0, kept_stores_ = 0;
+};
+
+// Makes `pipeline` (whose output is `out`) write its output through korch_stream_rows.
+void add_streaming_pass(Func out, Halide::Pipeline* pipeline) {
+  pipeline->add_custom_lowering_pass(new StreamOutputRows(out.name()));
+  pipeline->set_jit_externs({{"korch_stream_rows", Halide::JITExtern(korch_stream_rows)}});
+}
+
+// The StreamedRows output: a copy of `values` (the kernel's output Func), which is computed one
+// output row at a time (vectorised; a row stays in L1), over constant bounds (every row is whole
+// vectors, so the copy loop is one dense store per vector, which the pass replaces). The caller
+// schedules the returned Func like any output (rows or slices in parallel, reductions per slice).
+Func streamed_rows_output(const PrimGraph& g, const Kernel& k, Func values, int vector) {
+  const Shape& shape = g.tensor(k.output).shape;
+  std::vector<Var> v = values.args();
+  Func out("streamed_output");
+  out(v) = values(v);
+  for (size_t d = 0; d < shape.size(); ++d)
+    out.output_buffer().dim(static_cast<int>(d)).set_bounds(0, static_cast<int>(shape[shape.size() - 1 - d]));
+  values.compute_at(out, v[1]).vectorize(v[0], vector);
+  return out;
+}
+
+// The StreamedPanels output: `values` (the kernel's output Func) computed one tile at a time in
+// blocks of vector x 8 with the transposed inputs staged in registers, copied out by
+// korch_stream_rows. Tiles at the far edges shift inwards (they overlap the one before; every
+// axis is at least a tile long). Panels, and the outer axes, in parallel.
+Func streamed_panels_output(const PrimGraph& g, const Kernel& k, Generator& gen, Func values, int vector,
+                            Halide::Pipeline* pipeline, std::string* description) {
+  const Shape& shape = g.tensor(k.output).shape;
+  int rank = static_cast<int>(shape.size());
+  std::vector<Var> v = values.args();
+  Func out("streamed_output");
+  out(v) = values(v);
+  int rows = static_cast<int>(std::min<int64_t>(kStreamRows, shape[rank - 2] / 8 * 8));
+  int block = std::min(vector, 16);
+  Var xo("xo"), xi("xi"), yo("yo"), yi("yi");
+  out.split(v[0], xo, xi, kStreamColumns, Halide::TailStrategy::ShiftInwards)
+      .split(v[1], yo, yi, rows, Halide::TailStrategy::ShiftInwards);
+  std::vector<Halide::VarOrRVar> order = {xi, yi, yo, xo};
+  for (int a = 2; a < rank; ++a) order.push_back(v[a]);
+  out.reorder(order).vectorize(xi);
+  Var task = xo;
+  for (int a = 2; a < rank; ++a) {
+    Var next("task" + std::to_string(a));
+    out.fuse(task, v[a], next);
+    task = next;
+  }
+  out.parallel(task);
+  values.compute_at(out, yo);
+  Var bxo("bxo"), byo("byo"), bxi("bxi"), byi("byi");
+  values.tile(v[0], v[1], bxo, byo, bxi, byi, block, 8, Halide::TailStrategy::ShiftInwards).vectorize(bxi).unroll(byi);
+  for (TensorId t : inputs_read_transposed(g, k)) {
+    ImageParam input = gen.params().at(t);
+    Func input_rows = input.in();
+    std::vector<Var> a = input_rows.args();
+    input_rows.compute_at(values, bxo).vectorize(a[0]).unroll(a[1]);
+    Func staged = input_rows.in();
+    std::vector<Var> b = staged.args();
+    std::vector<Var> storage = b;
+    std::swap(storage[0], storage[1]);
+    staged.reorder_storage(storage).compute_at(values, bxo).vectorize(b[0]).unroll(b[1]);
+  }
+  *pipeline = Halide::Pipeline(out);
+  add_streaming_pass(out, pipeline);
+  if (description)
+    *description = str_cat("halide: panels of ", kStreamColumns, " columns, tiles of ", rows, " rows, ", block,
+                           "x8 block transpose in registers, streaming stores, parallel panels");
+  return out;
 }
 
 }  // namespace
@@ -1377,6 +1546,12 @@ bool build_halide_pipeline(const PrimGraph& g, const Kernel& k, const Halide::Ta
     std::vector<Variant> variants = variants_of(g, k, gen);
     if (k.schedule < 0 || k.schedule >= static_cast<int>(variants.size()))
       throw Unsupported{str_cat("no schedule variant ", k.schedule, " (this kernel has ", variants.size(), ")")};
+    if (variants[k.schedule] == Variant::StreamedPanels) {
+      streamed_panels_output(g, k, gen, out, vector, pipeline, description);
+      params->clear();
+      for (TensorId t : k.inputs) params->push_back(gen.params().at(t));
+      return true;
+    }
     if (variants[k.schedule] == Variant::PiecewiseConcat) {
       out = piecewise_concat_output(g, k, gen, out.args(), vector, description);
       *pipeline = Halide::Pipeline(out);
@@ -1384,8 +1559,13 @@ bool build_halide_pipeline(const PrimGraph& g, const Kernel& k, const Halide::Ta
       for (TensorId t : k.inputs) params->push_back(gen.params().at(t));
       return true;
     }
-    OutputSchedule schedule =
-        schedule_output(out, g.tensor(k.output).shape, vector, transposes_innermost(g, k), variants[k.schedule]);
+    bool streamed_rows = variants[k.schedule] == Variant::StreamedRows;
+    if (streamed_rows) {
+      vector = std::min(vector, 16);  // divides the rows (variants_of), so no vector has a tail
+      out = streamed_rows_output(g, k, out, vector);
+    }
+    OutputSchedule schedule = schedule_output(out, g.tensor(k.output).shape, vector, transposes_innermost(g, k),
+                                              streamed_rows ? Variant::Default : variants[k.schedule]);
     if (is_block_transpose(variants[k.schedule])) {
       // Each input read transposed: its 8x8 block loaded as 8 row vectors, then stored
       // transposed (a register transpose after LLVM), so that the output reads rows too.
@@ -1440,6 +1620,10 @@ bool build_halide_pipeline(const PrimGraph& g, const Kernel& k, const Halide::Ta
         reductions += ", shared values per slice";
       }
     *pipeline = Halide::Pipeline(out);
+    if (streamed_rows) {
+      add_streaming_pass(out, pipeline);
+      reductions += ", rows computed then written with streaming stores";
+    }
     params->clear();
     for (TensorId t : k.inputs) params->push_back(gen.params().at(t));
     if (description) *description = str_cat("halide: ", schedule.text, reductions);

@@ -7,7 +7,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <functional>
+#include <random>
 #include <thread>
 
 #include "backend/cpu/compiled_kernel.h"
@@ -399,13 +401,17 @@ std::vector<Case> cases() {
                     return g;
                   }});
   }
-  cs.push_back({"max over planes of 7x37, subtracted (materialised, two reduced axes, tail)", [] {
-                  PrimGraph g;
-                  TensorId x = g.add_input("x", DType::F32, {2, 3, 7, 37});
-                  TensorId m = g.add_primitive(PrimOp::ReduceMax, {x}, axes({2, 3}, 1));
-                  g.mark_output(g.add_primitive(PrimOp::Sub, {x, m}, {}));
-                  return g;
-                }});
+  // Rows of 37 have a tail; rows of 32 are whole vectors (streaming stores: StreamedRows).
+  for (int64_t width : {37, 32})
+    cs.push_back({"max over planes of 7x" + std::to_string(width) + ", subtracted (materialised, two reduced axes" +
+                      (width == 37 ? ", tail)" : ", streamed rows variant)"),
+                  [width] {
+                    PrimGraph g;
+                    TensorId x = g.add_input("x", DType::F32, {2, 3, 7, width});
+                    TensorId m = g.add_primitive(PrimOp::ReduceMax, {x}, axes({2, 3}, 1));
+                    g.mark_output(g.add_primitive(PrimOp::Sub, {x, m}, {}));
+                    return g;
+                  }});
   cs.push_back({"mean over rows of 50 as the output (fused parallel variant)", [] {
                   PrimGraph g;
                   TensorId x = g.add_input("x", DType::F32, {2, 9, 50});
@@ -576,14 +582,11 @@ TEST(CpuKernels, MatchReferenceAcrossKindsAndFusions) {
   for (const Case& c : cases()) check_kernel(c);
 }
 
-// Cases named "(... variant)" must get that schedule variant (by its description).
-TEST(CpuKernels, ScheduleVariantsExistWhereTheyHelp) {
-  const std::vector<std::pair<std::string, std::string>> expected = {
-      {"(fused parallel variant)", "parallel over the fused outer axes"},
-      {"(block transpose variant)", "block transpose in registers"},
-      {"(tall block transpose variant)", "tile 8x16 of 8x8 blocks"},
-      {"(piecewise concat variant)", "one update per piece"}};
-  for (const Case& c : cases()) {
+// Each case whose name contains a tag of `expected` must have a schedule variant whose
+// description contains the tag's text.
+void expect_tagged_variants(const std::vector<Case>& cs,
+                            const std::vector<std::pair<std::string, std::string>>& expected) {
+  for (const Case& c : cs) {
     for (const auto& [tag, description] : expected) {
       if (c.name.find(tag) == std::string::npos) continue;
       PrimGraph g = c.build();
@@ -600,6 +603,114 @@ TEST(CpuKernels, ScheduleVariantsExistWhereTheyHelp) {
       }
       EXPECT_TRUE(found) << c.name;
     }
+  }
+}
+
+// Cases named "(... variant)" must get that schedule variant (by its description).
+TEST(CpuKernels, ScheduleVariantsExistWhereTheyHelp) {
+  expect_tagged_variants(cases(), {{"(fused parallel variant)", "parallel over the fused outer axes"},
+                                   {"(block transpose variant)", "block transpose in registers"},
+                                   {"(tall block transpose variant)", "tile 8x16 of 8x8 blocks"},
+                                   {"(piecewise concat variant)", "one update per piece"}});
+}
+
+// A long float sum is not one serial chain: without strict_float Halide lets LLVM reassociate it
+// (several vector accumulators), so the mean of 2^20 values in [1, 2) is within 2e-6 of the exact
+// one (1.8e-7 measured; strictly serial, HL_JIT_TARGET=host-strict_float: 4.9e-6). Read back
+// through x - mean (a materialised mean).
+TEST(CpuKernels, LongMeanIsAccurate) {
+  cpu::set_num_threads(2);
+  const int64_t n = int64_t{1} << 20;
+  PrimGraph g;
+  TensorId x = g.add_input("x", DType::F32, {1, n});
+  TensorId m = g.add_primitive(PrimOp::ReduceMean, {x}, axes({1}, 1));
+  g.mark_output(g.add_primitive(PrimOp::Sub, {x, m}, {}));
+  Kernel k = make_kernel(g, {0, 1});
+  std::string why;
+  auto compiled = cpu::compile_kernel(g, k, &why);
+  ASSERT_NE(compiled, nullptr) << why;
+  TensorData in(DType::F32, {1, n}), out(DType::F32, {1, n});
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<float> uniform(1.0f, 2.0f);
+  double exact = 0;
+  for (int64_t i = 0; i < n; ++i) exact += in.data<float>()[i] = uniform(rng);
+  exact /= static_cast<double>(n);
+  compiled->run({in.raw()}, out.raw());
+  double mean = static_cast<double>(in.data<float>()[0]) - static_cast<double>(out.data<float>()[0]);
+  EXPECT_LT(std::abs(mean - exact) / exact, 2e-6) << compiled->describe();
+}
+
+// Outputs past the streaming threshold also get a streaming-store variant: StreamedPanels for
+// transposing kernels (tiles copied out by korch_stream_rows), StreamedRows for the others (rows
+// computed, then copied out). With the threshold at 0 bytes every case gets them; these cases
+// add edges: a 2-D output (no outer axis to run in parallel), columns and rows not a multiple of
+// the panel or tile (shifted inwards), two transposed inputs, 8-byte and 1-byte elements (rows
+// of 256 and of 32 bytes, the latter not 16-byte aligned: plain copies), integer and bool rows.
+TEST(CpuKernels, StreamingStoreVariantsMatchReference) {
+  cpu::set_num_threads(2);
+  ASSERT_EQ(setenv("KORCH_STREAM_STORES_FROM", "0", 1), 0);
+  Attrs swap_last = Attrs().set("perm", std::vector<int64_t>{0, 2, 1});
+  std::vector<Case> streamed = cases();
+  streamed.push_back(
+      {"2-D transpose, 50x40 output (streamed panels variant)", [] {
+         PrimGraph g;
+         TensorId x = g.add_input("x", DType::F32, {40, 50});
+         g.mark_output(g.add_primitive(PrimOp::Transpose, {x}, Attrs().set("perm", std::vector<int64_t>{1, 0})));
+         return g;
+       }});
+  streamed.push_back({"sum of two transposed inputs, 3x70x33 (streamed panels variant)", [swap_last] {
+                        PrimGraph g;
+                        TensorId a = g.add_input("a", DType::F32, {3, 33, 70});
+                        TensorId b = g.add_input("b", DType::F32, {3, 33, 70});
+                        g.mark_output(g.add_primitive(PrimOp::Add,
+                                                      {g.add_primitive(PrimOp::Transpose, {a}, swap_last),
+                                                       g.add_primitive(PrimOp::Transpose, {b}, swap_last)},
+                                                      {}));
+                        return g;
+                      }});
+  for (DType t : {DType::I64, DType::U8})
+    streamed.push_back(
+        {std::string("transpose of ") + dtype_name(t) + ", 2x300x40 (streamed panels variant)", [swap_last, t] {
+           PrimGraph g;
+           TensorId x = g.add_input("x", t, {2, 40, 300});
+           g.mark_output(g.add_primitive(PrimOp::Transpose, {x}, swap_last));
+           return g;
+         }});
+  streamed.push_back({"broadcast scale of int32 rows of 32 (streamed rows variant)", [] {
+                        PrimGraph g;
+                        TensorId x = g.add_input("x", DType::I32, {3, 9, 32});
+                        TensorId s = g.add_input("s", DType::I32, {3, 9, 1});
+                        g.mark_output(g.add_primitive(PrimOp::Mul, {x, s}, {}));
+                        return g;
+                      }});
+  streamed.push_back({"comparison of uint8 rows of 48, stored as bool (streamed rows variant)", [] {
+                        PrimGraph g;
+                        TensorId a = g.add_input("a", DType::U8, {4, 6, 48});
+                        TensorId b = g.add_input("b", DType::U8, {4, 6, 48});
+                        g.mark_output(g.add_primitive(PrimOp::Less, {a, b}, {}));
+                        return g;
+                      }});
+  for (const Case& c : streamed) check_kernel(c);
+  expect_tagged_variants(streamed, {{"(streamed panels variant)", "streaming stores, parallel panels"},
+                                    {"streamed rows variant)", "written with streaming stores"},
+                                    {"softmax over rows of 96", "written with streaming stores"}});
+  unsetenv("KORCH_STREAM_STORES_FROM");
+}
+
+// Below the threshold (the last-level cache) no streaming-store variant is offered.
+TEST(CpuKernels, NoStreamingStoresForOutputsThatFitTheCache) {
+  unsetenv("KORCH_STREAM_STORES_FROM");
+  PrimGraph g;
+  TensorId x = g.add_input("x", DType::F32, {4, 64, 64});
+  TensorId t = g.add_primitive(PrimOp::Transpose, {x}, Attrs().set("perm", std::vector<int64_t>{0, 2, 1}));
+  g.mark_output(g.add_primitive(PrimOp::Relu, {t}, {}));
+  Kernel k = make_kernel(g, {0, 1});
+  for (int v = 0; v < cpu::schedule_variants(g, k); ++v) {
+    k.schedule = v;
+    std::string why;
+    auto compiled = cpu::compile_kernel(g, k, &why);
+    ASSERT_NE(compiled, nullptr) << why;
+    EXPECT_EQ(compiled->describe().find("streaming stores"), std::string::npos);
   }
 }
 

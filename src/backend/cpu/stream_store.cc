@@ -1,0 +1,55 @@
+// Streaming stores for large kernel outputs (see stream_store.h). Guarantees: the destination
+// holds exactly the source's rows afterwards, whatever their alignment, and the stores are fenced.
+#include "backend/cpu/stream_store.h"
+
+#include <emmintrin.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <string>
+
+extern "C" int korch_stream_rows(void* dst, int32_t dst_offset, const void* src, int32_t src_offset, int32_t rows,
+                                 int32_t row_elements, int32_t element_bytes, int32_t dst_stride, int32_t src_stride) {
+  const int64_t row_bytes = int64_t{row_elements} * element_bytes;
+  char* d = static_cast<char*>(dst) + int64_t{dst_offset} * element_bytes;
+  const char* s = static_cast<const char*>(src) + int64_t{src_offset} * element_bytes;
+  const int64_t d_step = int64_t{dst_stride} * element_bytes, s_step = int64_t{src_stride} * element_bytes;
+  const bool streamed = reinterpret_cast<uintptr_t>(d) % 16 == 0 && row_bytes % 16 == 0 && d_step % 16 == 0;
+  for (int32_t r = 0; r < rows; ++r, d += d_step, s += s_step) {
+    if (!streamed) {
+      std::memcpy(d, s, static_cast<size_t>(row_bytes));
+      continue;
+    }
+    for (int64_t b = 0; b < row_bytes; b += 16)
+      _mm_stream_si128(reinterpret_cast<__m128i*>(d + b), _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + b)));
+  }
+  _mm_sfence();
+  return 0;
+}
+
+namespace korch::cpu {
+
+int64_t last_level_cache_bytes() {
+  int64_t bytes = int64_t{32} << 20;
+  std::ifstream f("/sys/devices/system/cpu/cpu0/cache/index3/size");
+  int64_t value = 0;
+  std::string unit;
+  if (f >> value && value > 0) {
+    f >> unit;
+    bytes = value * (unit == "K" || unit.empty() ? 1024 : unit == "M" ? 1024 * 1024 : 1);
+  }
+  return std::min<int64_t>(bytes, int64_t{256} << 20);
+}
+
+int64_t streaming_output_bytes() {
+  if (const char* v = std::getenv("KORCH_STREAM_STORES_FROM"); v && *v) {
+    char* end = nullptr;
+    long long bytes = std::strtoll(v, &end, 10);
+    if (end && *end == '\0' && bytes >= 0) return bytes;
+  }
+  return last_level_cache_bytes();
+}
+
+}  // namespace korch::cpu
