@@ -340,11 +340,23 @@ class Generator {
     for (int64_t a : axes) count *= static_cast<double>(s[a]);
     if (channels_last_ && s.size() == 4 && reduced.size() <= 2 && reduced.back() >= 2)
       return explicit_reduction(prim, x, reduced, r, keep, idx, count);
+    if (prim.op == PrimOp::ReduceMean && !is_floating(out.dtype)) throw Unsupported{"integer mean"};
+    if ((prim.op == PrimOp::ReduceSum || prim.op == PrimOp::ReduceMean) && ranges.size() >= 2) {
+      // Over several axes, each row (the innermost reduced axis) is summed first, then the rows:
+      // shorter partial sums, and the same order as the channels-last schedule's row-first plane
+      // sums (schedule_channel_reductions), so that an exported package (dense kernels) and
+      // `korch run` (the same kernel linked channels-last) agree bit for bit under strict_float.
+      RDom inner({ranges[0]}, "t" + std::to_string(prim.output) + "_row");
+      RDom outer(Halide::Region(ranges.begin() + 1, ranges.end()), "t" + std::to_string(prim.output) + "_rows");
+      std::vector<Expr> pos = {inner.x};
+      for (int i = 0; i < outer.dimensions(); ++i) pos.push_back(outer[i]);
+      Expr total = Halide::sum(outer, Halide::sum(inner, reduced_value_at(x, reduced, pos, keep, idx)));
+      if (prim.op == PrimOp::ReduceSum) return total;
+      return total / Halide::cast(v.type(), Expr(static_cast<float>(count)));
+    }
     switch (prim.op) {
       case PrimOp::ReduceSum: return Halide::sum(r, v);
-      case PrimOp::ReduceMean:
-        if (!is_floating(out.dtype)) throw Unsupported{"integer mean"};
-        return Halide::sum(r, v) / Halide::cast(v.type(), Expr(static_cast<float>(count)));
+      case PrimOp::ReduceMean: return Halide::sum(r, v) / Halide::cast(v.type(), Expr(static_cast<float>(count)));
       case PrimOp::ReduceMax: return Halide::maximum(r, v);
       case PrimOp::ReduceMin: return Halide::minimum(r, v);
       case PrimOp::ReduceProd: return Halide::product(r, v);
@@ -357,13 +369,20 @@ class Generator {
   // reduced[i]); at least 32-bit floats.
   Expr reduced_value(TensorId x, const std::vector<int64_t>& reduced, const RDom& r, bool keep,
                      const std::vector<Expr>& idx) {
+    std::vector<Expr> pos;
+    for (int i = 0; i < r.dimensions(); ++i) pos.push_back(r[i]);
+    return reduced_value_at(x, reduced, pos, keep, idx);
+  }
+  // The same at given positions along the reduced axes (pos[i] along axis reduced[i]).
+  Expr reduced_value_at(TensorId x, const std::vector<int64_t>& reduced, const std::vector<Expr>& pos, bool keep,
+                        const std::vector<Expr>& idx) {
     const Shape& s = g_.tensor(x).shape;
     std::vector<Expr> in;
     size_t o = 0;
     for (size_t a = 0; a < s.size(); ++a) {
-      auto pos = std::find(reduced.begin(), reduced.end(), static_cast<int64_t>(a));
-      if (pos != reduced.end()) {
-        in.push_back(r[static_cast<int>(pos - reduced.begin())]);
+      auto axis = std::find(reduced.begin(), reduced.end(), static_cast<int64_t>(a));
+      if (axis != reduced.end()) {
+        in.push_back(pos[static_cast<int>(axis - reduced.begin())]);
         if (keep) ++o;
       } else {
         in.push_back(idx[o++]);

@@ -32,15 +32,18 @@ extern "C" int korch_stream_rows(void* dst, int32_t dst_offset, const void* src,
 namespace korch::cpu {
 
 int64_t last_level_cache_bytes() {
-  int64_t bytes = int64_t{32} << 20;
-  std::ifstream f("/sys/devices/system/cpu/cpu0/cache/index3/size");
-  int64_t value = 0;
-  std::string unit;
-  if (f >> value && value > 0) {
-    f >> unit;
-    bytes = value * (unit == "K" || unit.empty() ? 1024 : unit == "M" ? 1024 * 1024 : 1);
-  }
-  return std::min<int64_t>(bytes, int64_t{256} << 20);
+  static const int64_t cached = [] {  // read once: variants_of asks for every candidate kernel
+    int64_t bytes = int64_t{32} << 20;
+    std::ifstream f("/sys/devices/system/cpu/cpu0/cache/index3/size");
+    int64_t value = 0;
+    std::string unit;
+    if (f >> value && value > 0) {
+      f >> unit;
+      bytes = value * (unit == "K" || unit.empty() ? 1024 : unit == "M" ? 1024 * 1024 : 1);
+    }
+    return std::min<int64_t>(bytes, int64_t{256} << 20);
+  }();
+  return cached;
 }
 
 int64_t streaming_output_bytes() {

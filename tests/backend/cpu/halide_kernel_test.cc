@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <random>
 #include <thread>
@@ -674,6 +675,36 @@ TEST(CpuKernels, ChannelsLastPlaneMeanIsAccurate) {
     worst = std::max(worst, std::abs(mean - exact) / exact);
   }
   EXPECT_LT(worst, 1.5e-6) << compiled->describe();
+}
+
+// Under strict_float (what exported packages and the export test use), a plane mean gives the
+// same bits whether the kernel runs dense (as exported packages run it) or linked channels-last
+// (as `korch run` may): both sum each row first, then the rows, in the same order.
+TEST(CpuKernels, PlaneSumsAgreeBitForBitDenseAndChannelsLast) {
+  cpu::set_num_threads(2);
+  ASSERT_EQ(setenv("HL_JIT_TARGET", "host-strict_float", 1), 0);
+  PrimGraph g;
+  TensorId x = g.add_input("x", DType::F32, {1, 16, 13, 29});
+  TensorId m = g.add_primitive(PrimOp::ReduceMean, {x}, axes({2, 3}, 1));
+  TensorId s = g.add_primitive(PrimOp::ReduceSum, {x}, axes({2, 3}, 1));
+  g.mark_output(g.add_primitive(PrimOp::Add, {g.add_primitive(PrimOp::Sub, {x, m}, {}), s}, {}));
+  Kernel k = make_kernel(g, {0, 1, 2, 3});
+  std::vector<TensorData> inputs = random_kernel_inputs(g, k, 7);
+  std::string why;
+  auto dense = cpu::compile_kernel(g, k, &why);
+  ASSERT_NE(dense, nullptr) << why;
+  TensorData want(DType::F32, {1, 16, 13, 29});
+  dense->run({inputs[0].raw()}, want.raw());
+  for (std::string format : {"nhwc", "nChw8c", "nChw16c"}) {
+    auto linked = cpu::compile_kernel(g, k, &why);
+    ASSERT_NE(linked, nullptr) << why;
+    ASSERT_TRUE(linked->use_format(format, true)) << format;
+    linked->keep_input_layout(0);
+    TensorData stored = cpu::permute_activation(inputs[0], format, true), got(DType::F32, {1, 16, 13, 29});
+    linked->run({stored.raw()}, got.raw());
+    EXPECT_EQ(std::memcmp(got.raw(), want.raw(), got.byte_size()), 0) << format << ": " << linked->describe();
+  }
+  unsetenv("HL_JIT_TARGET");
 }
 
 // Outputs past the streaming threshold also get a streaming-store variant: StreamedPanels for
