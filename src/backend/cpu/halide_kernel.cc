@@ -1167,13 +1167,12 @@ std::vector<Variant> variants_of(const PrimGraph& g, const Kernel& k, const Gene
   if (output_innermost_concat(g, k) && gen.materialised().empty() && gen.stencils().empty())
     v.push_back(Variant::PiecewiseConcat);
   int64_t output_bytes = num_elements(out) * static_cast<int64_t>(dtype_size(g.tensor(k.output).dtype));
-  if (rank >= 2 && out[rank - 1] >= kStreamColumns && out[rank - 2] >= 8 && transposed > 0 &&
-      transposed <= kMaxBlockInputs && gen.materialised().empty() && gen.stencils().empty() &&
-      output_bytes >= streaming_output_bytes())
+  if (rank < 2 || output_bytes < streaming_output_bytes()) return v;
+  if (out[rank - 1] >= kStreamColumns && out[rank - 2] >= 8 && transposed > 0 && transposed <= kMaxBlockInputs &&
+      gen.materialised().empty() && gen.stencils().empty())
     v.push_back(Variant::StreamedPanels);
   // Rows of whole vectors (of at most 16 lanes, which divide 16), so that no row has a tail.
-  if (!transposes_innermost(g, k) && rank >= 2 && out[rank - 1] % 16 == 0 && !output_innermost_concat(g, k) &&
-      output_bytes >= streaming_output_bytes())
+  if (!transposes_innermost(g, k) && out[rank - 1] % 16 == 0 && !output_innermost_concat(g, k))
     v.push_back(Variant::StreamedRows);
   return v;
 }
@@ -1216,6 +1215,24 @@ Func piecewise_concat_output(const PrimGraph& g, const Kernel& k, Generator& gen
   return f;
 }
 
+// Each input read transposed, staged per block of `consumer` (the loop `block`): its block loaded
+// as row vectors into one buffer, then stored transposed into a second one (a register transpose
+// after LLVM), so that the consumer reads rows too. Wrappers of all calls: the kernel's other
+// Funcs are inlined into the consumer.
+void stage_transposed_inputs(const PrimGraph& g, const Kernel& k, Generator& gen, Func consumer, const Var& block) {
+  for (TensorId t : inputs_read_transposed(g, k)) {
+    ImageParam input = gen.params().at(t);  // a handle: wraps the pipeline's parameter
+    Func rows = input.in();
+    std::vector<Var> a = rows.args();
+    rows.compute_at(consumer, block).vectorize(a[0]).unroll(a[1]);
+    Func staged = rows.in();
+    std::vector<Var> b = staged.args();
+    std::vector<Var> storage = b;
+    std::swap(storage[0], storage[1]);
+    staged.reorder_storage(storage).compute_at(consumer, block).vectorize(b[0]).unroll(b[1]);
+  }
+}
+
 // Replaces the loop of dense vector stores that copies a computed tile or row into the output
 // (StreamedPanels, StreamedRows) with one korch_stream_rows call: per tile, its rows; per row,
 // its vectors (as rows one vector long, consecutive). Every output store must be replaced, else
@@ -1235,43 +1252,53 @@ class StreamOutputRows : public Halide::Internal::IRMutator {
 
  private:
   using IRMutator::visit;
+  // A store of the output that copies a dense vector from a buffer (the computed tile or row).
+  struct DenseCopy {
+    const Halide::Internal::Store* store = nullptr;
+    const Halide::Internal::Load* load = nullptr;
+    const Halide::Internal::Ramp* to = nullptr;    // the store's index
+    const Halide::Internal::Ramp* from = nullptr;  // the load's index
+  };
+  std::optional<DenseCopy> dense_copy(const Halide::Internal::Store* store) const {
+    namespace HI = Halide::Internal;
+    if (!store || store->name != output_) return std::nullopt;
+    DenseCopy c{store, copied_load(store->value), store->index.as<HI::Ramp>(), nullptr};
+    c.from = c.load ? c.load->index.as<HI::Ramp>() : nullptr;
+    if (!(c.to && c.from && HI::is_const_one(c.to->stride) && HI::is_const_one(c.from->stride) &&
+          HI::is_const_one(store->predicate) && HI::is_const_one(c.load->predicate)))
+      return std::nullopt;
+    return c;
+  }
   Halide::Internal::Stmt visit(const Halide::Internal::For* loop) override {
     namespace HI = Halide::Internal;
-    const HI::Store* store = loop->body.as<HI::Store>();
-    const HI::Load* load = store ? copied_load(store->value) : nullptr;
-    const HI::Ramp* to = store ? store->index.as<HI::Ramp>() : nullptr;
-    const HI::Ramp* from = load ? load->index.as<HI::Ramp>() : nullptr;
-    if (store && store->name == output_ && to && from && HI::is_const_one(to->stride) &&
-        HI::is_const_one(from->stride) && HI::is_const_one(store->predicate) && HI::is_const_one(load->predicate)) {
+    if (std::optional<DenseCopy> c = dense_copy(loop->body.as<HI::Store>())) {
       auto at = [&](const Expr& e, const Expr& row) { return HI::simplify(HI::substitute(loop->name, row, e)); };
-      Expr to_first = at(to->base, loop->min), from_first = at(from->base, loop->min);
-      Expr to_stride = HI::simplify(at(to->base, loop->min + 1) - to_first);
-      Expr from_stride = HI::simplify(at(from->base, loop->min + 1) - from_first);
+      Expr to_first = at(c->to->base, loop->min), from_first = at(c->from->base, loop->min);
+      Expr to_stride = HI::simplify(at(c->to->base, loop->min + 1) - to_first);
+      Expr from_stride = HI::simplify(at(c->from->base, loop->min + 1) - from_first);
       if (!HI::expr_uses_var(to_stride, loop->name) && !HI::expr_uses_var(from_stride, loop->name)) {
         ++replaced_;
-        return stream_call(store, load, to_first, from_first, loop->extent, to_stride, from_stride);
+        return stream_call(*c, to_first, from_first, loop->extent, to_stride, from_stride);
       }
     }
     return IRMutator::visit(loop);
   }
   // A row that is one vector has no loop of its own: its store becomes a call for one row.
   Halide::Internal::Stmt visit(const Halide::Internal::Store* store) override {
-    namespace HI = Halide::Internal;
     if (store->name != output_) return IRMutator::visit(store);
-    const HI::Load* load = copied_load(store->value);
-    const HI::Ramp* to = store->index.as<HI::Ramp>();
-    const HI::Ramp* from = load ? load->index.as<HI::Ramp>() : nullptr;
-    if (!(to && from && HI::is_const_one(to->stride) && HI::is_const_one(from->stride) &&
-          HI::is_const_one(store->predicate) && HI::is_const_one(load->predicate))) {
+    std::optional<DenseCopy> c = dense_copy(store);
+    if (!c) {
       ++kept_stores_;
       return IRMutator::visit(store);
     }
     ++replaced_;
-    return stream_call(store, load, to->base, from->base, 1, 0, 0);
+    return stream_call(*c, c->to->base, c->from->base, 1, 0, 0);
   }
-  Halide::Internal::Stmt stream_call(const Halide::Internal::Store* store, const Halide::Internal::Load* load, Expr to,
-                                     Expr from, Expr rows, Expr to_stride, Expr from_stride) {
+  Halide::Internal::Stmt stream_call(const DenseCopy& c, Expr to, Expr from, Expr rows, Expr to_stride,
+                                     Expr from_stride) {
     namespace HI = Halide::Internal;
+    const HI::Store* store = c.store;
+    const HI::Load* load = c.load;
     return HI::Evaluate::make(HI::Call::make(
         Halide::Int(32), "korch_stream_rows",
         {HI::Variable::make(Halide::Handle(), store->name), std::move(to),
@@ -1343,17 +1370,7 @@ Func streamed_panels_output(const PrimGraph& g, const Kernel& k, Generator& gen,
   values.compute_at(out, yo);
   Var bxo("bxo"), byo("byo"), bxi("bxi"), byi("byi");
   values.tile(v[0], v[1], bxo, byo, bxi, byi, block, 8, Halide::TailStrategy::ShiftInwards).vectorize(bxi).unroll(byi);
-  for (TensorId t : inputs_read_transposed(g, k)) {
-    ImageParam input = gen.params().at(t);
-    Func input_rows = input.in();
-    std::vector<Var> a = input_rows.args();
-    input_rows.compute_at(values, bxo).vectorize(a[0]).unroll(a[1]);
-    Func staged = input_rows.in();
-    std::vector<Var> b = staged.args();
-    std::vector<Var> storage = b;
-    std::swap(storage[0], storage[1]);
-    staged.reorder_storage(storage).compute_at(values, bxo).vectorize(b[0]).unroll(b[1]);
-  }
+  stage_transposed_inputs(g, k, gen, values, bxo);
   *pipeline = Halide::Pipeline(out);
   add_streaming_pass(out, pipeline);
   if (description)
@@ -1611,20 +1628,8 @@ bool build_halide_pipeline(const PrimGraph& g, const Kernel& k, const Halide::Ta
     OutputSchedule schedule = schedule_output(out, g.tensor(k.output).shape, vector, transposes_innermost(g, k),
                                               streamed_rows ? Variant::Default : variants[k.schedule]);
     if (is_block_transpose(variants[k.schedule])) {
-      // Each input read transposed: its 8x8 block loaded as 8 row vectors, then stored
-      // transposed (a register transpose after LLVM), so that the output reads rows too.
-      // Wrappers of all calls: the kernel's other Funcs are inlined into the output.
-      for (TensorId t : inputs_read_transposed(g, k)) {
-        ImageParam input = gen.params().at(t);  // a handle: wraps the pipeline's parameter
-        Func rows = input.in();
-        std::vector<Var> a = rows.args();
-        rows.compute_at(out, schedule.block_var).vectorize(a[0]).unroll(a[1]);
-        Func block = rows.in();
-        std::vector<Var> b = block.args();
-        std::vector<Var> storage = b;
-        std::swap(storage[0], storage[1]);
-        block.reorder_storage(storage).compute_at(out, schedule.block_var).vectorize(b[0]).unroll(b[1]);
-      }
+      // Each input read transposed: its 8x8 block staged and transposed in registers.
+      stage_transposed_inputs(g, k, gen, out, schedule.block_var);
     }
     // Reductions and windows feeding the output are computed per parallel slice
     // of it (so a row's statistics are made right before the row is written),

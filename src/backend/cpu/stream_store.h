@@ -3,9 +3,9 @@
 // writes one 64-byte line per output row per tile, and those reads are scattered and cannot be
 // prefetched: on a 2-vCPU Xeon VM a 768 MiB transpose reached 11 GB/s with plain stores and 31
 // GB/s writing the same panels with streaming stores (the triad: 30 GB/s). Halide 14 has no
-// streaming store, so generated kernels that use them (the StreamedPanels schedule variant) call
-// korch_stream_rows for each computed tile; the function is part of korch's library and of every
-// exported package's runtime.
+// streaming store, so generated kernels that use them (the StreamedPanels and StreamedRows schedule
+// variants) call korch_stream_rows for each computed tile or row; the function is part of korch's
+// library and of every exported package's runtime.
 #pragma once
 #include <cstdint>
 
