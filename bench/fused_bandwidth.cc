@@ -14,12 +14,12 @@
 #include <iostream>
 #include <string>
 
+#include "backend/cpu/calibrate.h"
 #include "backend/cpu/compiled_kernel.h"
 #include "backend/cpu/stream_store.h"
 #include "cost/analytic.h"
-#include "cost/calibrate.h"
 #include "cost/profiler.h"
-#include "orchestrate/kernel.h"
+#include "plan/kernel.h"
 #include "util/error.h"
 
 namespace korch {

@@ -24,17 +24,17 @@
 #include <string>
 #include <vector>
 
-#include "cost/analytic.h"
+#include "backend/backend.h"
+#include "backend/cpu/cpu_backend.h"
 #include "cost/machine.h"
 #include "cost/profile_cache.h"
-#include "cost/profiler.h"
 #include "export/export.h"
+#include "fission/onnx_tensor.h"
 #include "frontend/onnx_import.h"
-#include "frontend/onnx_tensor.h"
 #include "orchestrate/optimize.h"
-#include "orchestrate/plan.h"
+#include "plan/plan.h"
 #include "runtime/executor.h"
-#include "runtime/optimize_measured.h"
+#include "runtime/optimize_model.h"
 #include "util/error.h"
 
 namespace py = pybind11;
@@ -104,27 +104,26 @@ struct OptimizeArgs {
 // Call without the GIL; warnings are collected and issued by the caller.
 OptimizeResult run_optimizer(const PrimGraph& g, const OptimizeArgs& a, OptimizeStats* stats,
                              std::vector<std::string>* warnings) {
-  MachineFigures machine = a.machine.empty() ? machine_figures_or_defaults() : load_machine_figures(a.machine);
-  AnalyticCostModel model(machine);
-  OptimizeOptions options;
-  options.candidates.max_prims = a.max_kernel_prims;
-  options.partition.max_prims = a.max_partition_prims;
-  options.solver_time_limit = a.time_limit;
-  OptimizeResult r;
-  if (a.cost == "analytic") {
-    r = optimize(g, model, options);
-  } else {
-    stats->cache_path = a.cache.empty() ? ProfileCache::default_path() : a.cache;
-    auto warn_mu = std::make_shared<std::mutex>();
-    ProfileCache cache(stats->cache_path, [warnings, warn_mu](const std::string& w) {
-      std::lock_guard<std::mutex> lock(*warn_mu);
-      warnings->push_back(w);
-    });
-    CpuProfiler profiler(a.threads, &cache);
-    r = optimize_measured(g, model, options, profiler, cache, /*race=*/true);
-    stats->compiled_now = profiler.stats().measured;
-    stats->cache_hits = profiler.stats().cache_hits;
-    stats->mismatches = profiler.stats().mismatches;
+  auto warn_mu = std::make_shared<std::mutex>();
+  ModelOptimizeSettings s;
+  s.cost = a.cost;
+  s.threads = a.threads;
+  s.cache_path = a.cache;
+  s.machine = a.machine.empty() ? machine_figures_or_defaults() : load_machine_figures(a.machine);
+  s.max_kernel_prims = a.max_kernel_prims;
+  s.max_partition_prims = a.max_partition_prims;
+  s.solver_time_limit = a.time_limit;
+  s.warn = [warnings, warn_mu](const std::string& w) {
+    std::lock_guard<std::mutex> lock(*warn_mu);
+    warnings->push_back(w);
+  };
+  ModelOptimizeRun run = optimize_model(g, s);
+  OptimizeResult& r = run.result;
+  if (run.measured) {
+    stats->cache_path = run.cache_path;
+    stats->compiled_now = run.profile.measured;
+    stats->cache_hits = run.profile.cache_hits;
+    stats->mismatches = run.profile.mismatches;
   }
   stats->partitions = static_cast<int>(r.partitions.size());
   stats->unique_partitions = r.num_unique_partitions;
@@ -136,7 +135,7 @@ OptimizeResult run_optimizer(const PrimGraph& g, const OptimizeArgs& a, Optimize
   stats->solver_seconds = r.solver_seconds;
   stats->total_seconds = r.total_seconds;
   stats->all_optimal = r.all_optimal;
-  return r;
+  return std::move(run.result);
 }
 
 void issue_warnings(const std::vector<std::string>& warnings) {
@@ -208,7 +207,7 @@ PlanPtr py_optimize(const fs::path& path, int threads, const std::string& cost, 
 // A plan file for `model`; a plan of another code generator adds a warning. Call without the GIL.
 PlanPtr load_plan_file(const ModelPtr& model, const fs::path& plan_path, std::vector<std::string>* warnings) {
   PlanPtr plan = wrap(model, load_plan(model->m.graph, plan_path.string()));
-  if (std::string w = codegen_mismatch(plan->plan); !w.empty()) warnings->push_back(w);
+  if (std::string w = codegen_mismatch(plan->plan, cpu::kCodegenVersion); !w.empty()) warnings->push_back(w);
   return plan;
 }
 
@@ -425,7 +424,7 @@ class Session {
           plan_->stats = stats;
         }
       }
-      exec_ = std::make_unique<Executor>(model_->m.graph, plan_->plan, threads);
+      exec_ = std::make_unique<Executor>(make_backend("cpu", BackendOptions{threads}), model_->m.graph, plan_->plan);
     }
     issue_warnings(warnings);
     const PrimGraph& g = model_->m.graph;

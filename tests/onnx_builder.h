@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "frontend/onnx_tensor.h"
+#include "fission/onnx_tensor.h"
 #include "ir/tensor_data.h"
 #include "onnx/onnx_pb.h"
 

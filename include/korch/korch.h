@@ -91,7 +91,8 @@ class KORCH_API Model {
 
 struct OptimizeOptions {
   int threads = 2;                // threads the kernels are measured / run with
-  std::string cost = "analytic";  // "analytic" or "measured" (profiles kernels on this CPU)
+  std::string cost = "analytic";  // "analytic" or "measured" (profiles kernels on `backend`)
+  std::string backend = "cpu";    // the backend that measures kernels ("measured" only)
   std::string cache;              // profile cache for "measured" (empty: korch's default)
   int max_kernel_prims = 8;       // largest fused kernel, in primitives
   int max_partition_prims = 64;   // largest partition the solver sees
@@ -126,10 +127,10 @@ class KORCH_API Plan {
 // program).
 KORCH_API Plan optimize(const Model& model, const OptimizeOptions& options = {});
 
-// A plan compiled for the CPU (oneDNN and Halide kernels, one memory arena).
+// A plan compiled for a backend (on "cpu": oneDNN and Halide kernels, one memory arena).
 class KORCH_API Session {
  public:
-  Session(const Model& model, const Plan& plan, int threads = 2);
+  Session(const Model& model, const Plan& plan, int threads = 2, const std::string& backend = "cpu");
   ~Session();
   Session(Session&&) noexcept;
   Session& operator=(Session&&) noexcept;

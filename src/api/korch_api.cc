@@ -6,17 +6,14 @@
 #include <mutex>
 #include <utility>
 
-#include "cost/analytic.h"
 #include "cost/machine.h"
-#include "cost/profile_cache.h"
-#include "cost/profiler.h"
+#include "fission/onnx_tensor.h"
 #include "frontend/onnx_import.h"
-#include "frontend/onnx_tensor.h"
 #include "korch/korch.h"
 #include "orchestrate/optimize.h"
-#include "orchestrate/plan.h"
+#include "plan/plan.h"
 #include "runtime/executor.h"
-#include "runtime/optimize_measured.h"
+#include "runtime/optimize_model.h"
 #include "util/error.h"
 
 namespace korch::api {
@@ -145,22 +142,18 @@ Plan optimize(const Model& model, const OptimizeOptions& o) {
   if (o.max_partition_prims < 2) throw Error("max_partition_prims must be at least 2");
   if (!(o.time_limit > 0)) throw Error("time_limit must be positive");
   return guarded([&] {
-    const PrimGraph& g = model.impl()->m.graph;
-    AnalyticCostModel cost(machine_figures_or_defaults());
-    korch::OptimizeOptions options;
-    options.candidates.max_prims = o.max_kernel_prims;
-    options.partition.max_prims = o.max_partition_prims;
-    options.solver_time_limit = o.time_limit;
-    OptimizeResult r;
-    if (o.cost == "analytic") {
-      r = korch::optimize(g, cost, options);
-    } else {
-      ProfileCache cache(o.cache.empty() ? ProfileCache::default_path() : o.cache,
-                         [](const std::string& w) { std::fprintf(stderr, "korch: warning: %s\n", w.c_str()); });
-      CpuProfiler profiler(o.threads, &cache);
-      r = optimize_measured(g, cost, options, profiler, cache, o.plan_race);
-    }
-    return Plan(std::make_shared<const Plan::Impl>(Plan::Impl{model, std::move(r.korch)}));
+    ModelOptimizeSettings s;
+    s.cost = o.cost;
+    s.backend = o.backend;
+    s.threads = o.threads;
+    s.cache_path = o.cache;
+    s.machine = machine_figures_or_defaults();
+    s.max_kernel_prims = o.max_kernel_prims;
+    s.max_partition_prims = o.max_partition_prims;
+    s.solver_time_limit = o.time_limit;
+    s.plan_race = o.plan_race;
+    ModelOptimizeRun run = optimize_model(model.impl()->m.graph, s);
+    return Plan(std::make_shared<const Plan::Impl>(Plan::Impl{model, std::move(run.result.korch)}));
   });
 }
 
@@ -176,13 +169,14 @@ struct Session::Impl {
   std::mutex mu;
 };
 
-Session::Session(const Model& model, const Plan& plan, int threads) {
+Session::Session(const Model& model, const Plan& plan, int threads, const std::string& backend) {
   if (threads < 1) throw Error("threads must be at least 1 (got " + std::to_string(threads) + ")");
   if (plan.model().impl() != model.impl())
     throw Error("the plan was made for another Model object (" + plan.model().path() + ")");
   impl_ = guarded([&] {
     auto impl = std::make_unique<Impl>(model, plan, threads);
-    impl->exec = std::make_unique<Executor>(model.impl()->m.graph, plan.impl()->plan, threads);
+    impl->exec = std::make_unique<Executor>(make_backend(backend, BackendOptions{threads}), model.impl()->m.graph,
+                                            plan.impl()->plan);
     return impl;
   });
 }

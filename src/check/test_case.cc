@@ -8,52 +8,13 @@
 #include <iomanip>
 #include <set>
 
-#include "frontend/onnx_tensor.h"
+#include "fission/onnx_tensor.h"
 #include "onnx/onnx_pb.h"
 #include "util/error.h"
 
 namespace korch {
 
 namespace fs = std::filesystem;
-
-Comparison compare_tensors(const TensorData& actual, const TensorData& expected, const Tolerance& tol) {
-  Comparison c;
-  if (actual.shape() != expected.shape()) {
-    c.pass = false;
-    c.problem = str_cat("shape ", shape_str(actual.shape()), " != expected ", shape_str(expected.shape()));
-    return c;
-  }
-  if (actual.dtype() != expected.dtype()) {
-    c.pass = false;
-    c.problem = str_cat("dtype ", dtype_name(actual.dtype()), " != expected ", dtype_name(expected.dtype()));
-    return c;
-  }
-  for (int64_t i = 0; i < actual.size(); ++i) {
-    double a = actual.get_f64(i), b = expected.get_f64(i);
-    if (!is_floating(actual.dtype())) {
-      int64_t ai = actual.get_i64(i), bi = expected.get_i64(i);
-      if (ai != bi) {
-        ++c.mismatches;
-        c.max_abs_error = std::max(c.max_abs_error, std::fabs(a - b));
-      }
-      continue;
-    }
-    if (std::isnan(a) || std::isnan(b)) {
-      if (std::isnan(a) != std::isnan(b)) ++c.mismatches;
-      continue;
-    }
-    if (std::isinf(a) || std::isinf(b)) {
-      if (a != b) ++c.mismatches;
-      continue;
-    }
-    double err = std::fabs(a - b);
-    c.max_abs_error = std::max(c.max_abs_error, err);
-    if (b != 0) c.max_rel_error = std::max(c.max_rel_error, err / std::fabs(b));
-    if (err > tol.atol + tol.rtol * std::fabs(b)) ++c.mismatches;
-  }
-  c.pass = c.mismatches == 0;
-  return c;
-}
 
 std::vector<DataSet> load_data_sets(const std::string& case_dir) {
   if (!fs::is_directory(case_dir)) fail("'", case_dir, "' is not a directory");

@@ -8,23 +8,9 @@
 
 #include "frontend/onnx_import.h"
 #include "ir/tensor_data.h"
+#include "reference/compare.h"
 
 namespace korch {
-
-struct Tolerance {
-  double atol = 1e-4;
-  double rtol = 1e-3;
-};
-
-struct Comparison {
-  bool pass = true;
-  double max_abs_error = 0;
-  double max_rel_error = 0;
-  int64_t mismatches = 0;
-  std::string problem;  // dtype/shape mismatch, when any
-};
-
-Comparison compare_tensors(const TensorData& actual, const TensorData& expected, const Tolerance& tol);
 
 struct DataSet {
   std::string dir;

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "orchestrate/kernel.h"
+#include "plan/kernel.h"
 
 namespace korch {
 
@@ -29,6 +29,8 @@ class KernelMeasurer {
   // A cheap structural check (no compilation): false means measure() would drop the kernel.
   virtual bool implementable(const PrimGraph& g, const Kernel& kernel) = 0;
   virtual std::string name() const = 0;
+  // The code generator whose schedule variants schedule() names (Backend::codegen()).
+  virtual std::string codegen() const { return ""; }
   // The schedule variant (Kernel::schedule) whose time measure() returned for this kernel's
   // structure; 0 when there was one schedule or the kernel was not measured.
   virtual int schedule(const Kernel& /*kernel*/) const { return 0; }

@@ -10,7 +10,7 @@
 #include <optional>
 
 #include "fission/fission.h"
-#include "frontend/onnx_tensor.h"
+#include "fission/onnx_tensor.h"
 #include "onnx/onnx_pb.h"
 
 namespace korch {

@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "fission/fission.h"
-#include "frontend/onnx_tensor.h"
+#include "fission/onnx_tensor.h"
 
 namespace korch {
 

@@ -8,7 +8,7 @@
 #include <unordered_map>
 
 #include "fission/fission.h"
-#include "frontend/onnx_tensor.h"
+#include "fission/onnx_tensor.h"
 #include "ir/printer.h"
 #include "onnx/onnx_pb.h"
 #include "util/error.h"

@@ -8,7 +8,7 @@
 #pragma once
 #include <vector>
 
-#include "orchestrate/kernel.h"
+#include "plan/kernel.h"
 
 namespace korch {
 

@@ -6,8 +6,8 @@
 #pragma once
 #include <vector>
 
-#include "orchestrate/kernel.h"
 #include "orchestrate/partition.h"
+#include "plan/kernel.h"
 
 namespace korch {
 

@@ -483,7 +483,7 @@ OptimizeResult optimize(const PrimGraph& g, CostModel& cost, const OptimizeOptio
   result.korch = std::move(korch);
   for (Plan* plan : {&result.korch, &result.greedy, &result.per_op, &result.per_primitive}) {
     plan->link_savings_seconds = plan_link_savings(g, *plan, prices);
-    plan->codegen = kCodegenVersion;
+    plan->codegen = options.measurer ? options.measurer->codegen() : "";
   }
   result.num_priced = prices.size();
   result.num_measured = prices.num_measured();

@@ -8,7 +8,7 @@
 #include "orchestrate/blp.h"
 #include "orchestrate/candidates.h"
 #include "orchestrate/partition.h"
-#include "orchestrate/plan.h"
+#include "plan/plan.h"
 
 namespace korch {
 

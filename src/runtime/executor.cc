@@ -1,118 +1,83 @@
-// Arena planning and plan execution.
+// Plan execution on a backend (see executor.h).
 #include "runtime/executor.h"
 
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
 #include <cstring>
 
-#include "backend/cpu/layout_link.h"
-#include "runtime/link_verification.h"
 #include "util/error.h"
 
 namespace korch {
 
 namespace {
-constexpr int64_t kAlign = 64;
-int64_t align_up(int64_t v) { return (v + kAlign - 1) / kAlign * kAlign; }
-int64_t tensor_bytes(const TensorInfo& t) { return num_elements(t.shape) * static_cast<int64_t>(dtype_size(t.dtype)); }
+
+int64_t dense_bytes(const TensorInfo& t) { return num_elements(t.shape) * static_cast<int64_t>(dtype_size(t.dtype)); }
+
 }  // namespace
 
-ArenaPlan plan_arena(const PrimGraph& g, const Plan& plan, const std::vector<int64_t>* bytes) {
-  ArenaPlan a;
-  a.offset.assign(g.num_tensors(), -1);
-  int n = static_cast<int>(plan.kernels.size());
-  std::vector<int> first(g.num_tensors(), -1), last(g.num_tensors(), -1);
-  for (int i = 0; i < n; ++i) {
-    first[plan.kernels[i].output] = i;
-    last[plan.kernels[i].output] = std::max(last[plan.kernels[i].output], i);
-    for (TensorId t : plan.kernels[i].inputs) last[t] = std::max(last[t], i);
-  }
-  for (TensorId t : g.outputs())
-    if (first[t] >= 0) last[t] = n;  // outputs live to the end
-  struct Item {
-    TensorId t;
-    int64_t size;
-  };
-  std::vector<Item> items;
-  for (TensorId t = 0; t < g.num_tensors(); ++t)
-    if (first[t] >= 0) {
-      items.push_back({t, align_up(std::max<int64_t>(bytes ? bytes->at(t) : tensor_bytes(g.tensor(t)), 1))});
-      a.total_bytes += items.back().size;
-    }
-  // Largest first, first fit among tensors whose lifetimes overlap.
-  std::sort(items.begin(), items.end(),
-            [](const Item& x, const Item& y) { return x.size > y.size || (x.size == y.size && x.t < y.t); });
-  std::vector<Item> placed;
-  for (const Item& it : items) {
-    std::vector<std::pair<int64_t, int64_t>> busy;
-    for (const Item& p : placed)
-      if (!(last[p.t] < first[it.t] || last[it.t] < first[p.t]))
-        busy.emplace_back(a.offset[p.t], a.offset[p.t] + p.size);
-    std::sort(busy.begin(), busy.end());
-    int64_t off = 0;
-    for (auto [lo, hi] : busy) {
-      if (off + it.size <= lo) break;
-      off = std::max(off, hi);
-    }
-    a.offset[it.t] = off;
-    a.arena_bytes = std::max(a.arena_bytes, off + it.size);
-    placed.push_back(it);
-  }
-  return a;
-}
-
-Executor::Executor(const PrimGraph& g, Plan plan, int threads) : g_(g), plan_(std::move(plan)), threads_(threads) {
+Executor::Executor(std::shared_ptr<Backend> backend, const PrimGraph& g, Plan plan)
+    : backend_(std::move(backend)), g_(g), plan_(std::move(plan)) {
+  if (!backend_) fail("internal: Executor without a backend");
   validate_plan_or_throw(g_, plan_);
-  cpu::set_num_threads(threads_);
+  backend_->bind_calling_thread();
   for (const Kernel& k : plan_.kernels) {
     std::string why;
-    auto compiled = cpu::compile_kernel(g_, k, &why);
+    std::unique_ptr<CompiledKernel> compiled = backend_->compile(g_, k, &why);
     if (!compiled) {
-      compiled = cpu::compile_reference_kernel(g_, k);
+      compiled = backend_->compile_fallback(g_, k);
       ++fallbacks_;
     }
     kernels_.push_back(std::move(compiled));
   }
-  // A Halide kernel links only after its strided build matched its dense one (link_verification.h).
-  auto verify_strided = [&](int i) {
-    std::string why;
-    if (strided_layout_matches_dense(g_, plan_.kernels[i], *kernels_[i], &why)) return true;
-    unlinked_.push_back(why);
-    std::fprintf(stderr, "korch: warning: kernel %d keeps its tensors dense: %s\n", i, why.c_str());
-    return false;
-  };
-  cpu::LayoutLinks links = cpu::link_layouts(g_, plan_.kernels, kernels_, verify_strided);
-  linked_ = links.num_linked;
-  arena_ = plan_arena(g_, plan_, &links.bytes);
-  storage_.resize(std::max<int64_t>(arena_.arena_bytes, 1));  // 64-byte aligned by its allocator
+  if (LayoutLinker* linker = backend_->layout_linker()) links_ = linker->link(g_, plan_.kernels, kernels_);
+  arena_ = plan_arena(g_, plan_.kernels, links_.bytes.empty() ? nullptr : &links_.bytes);
+  storage_ = backend_->allocate(std::max<int64_t>(arena_.arena_bytes, 1));
+  if (!backend_->host_memory()) {
+    // Constants once, and a buffer per graph input that the runs upload into.
+    device_at_.assign(g_.num_tensors(), nullptr);
+    for (TensorId t = 0; t < g_.num_tensors(); ++t) {
+      const TensorInfo& info = g_.tensor(t);
+      bool input = std::find(g_.inputs().begin(), g_.inputs().end(), t) != g_.inputs().end();
+      if (!info.is_constant() && !input) continue;
+      device_tensors_.push_back(backend_->allocate(std::max<int64_t>(dense_bytes(info), 1)));
+      device_at_[t] = device_tensors_.back()->data();
+      if (info.is_constant()) backend_->upload(device_at_[t], info.constant->raw(), dense_bytes(info));
+    }
+  }
 }
 
 std::vector<TensorData> Executor::run(const std::vector<TensorData>& inputs) {
   if (inputs.size() != g_.inputs().size())
     fail("the model has ", g_.inputs().size(), " inputs but ", inputs.size(), " were given");
-  cpu::set_num_threads(threads_);
-  unsigned char* base = storage_.data();
+  backend_->bind_calling_thread();
+  const bool host = backend_->host_memory();
+  auto* base = static_cast<unsigned char*>(storage_->data());
   std::vector<const void*> where(g_.num_tensors(), nullptr);
   for (size_t i = 0; i < inputs.size(); ++i) {
-    const TensorInfo& info = g_.tensor(g_.inputs()[i]);
+    TensorId t = g_.inputs()[i];
+    const TensorInfo& info = g_.tensor(t);
     if (inputs[i].dtype() != info.dtype || inputs[i].shape() != info.shape)
       fail("input '", info.name, "' must be ", dtype_name(info.dtype), shape_str(info.shape), ", got ",
            dtype_name(inputs[i].dtype()), shape_str(inputs[i].shape()));
-    where[g_.inputs()[i]] = inputs[i].raw();
+    if (host) {
+      where[t] = inputs[i].raw();
+    } else {
+      backend_->upload(device_at_[t], inputs[i].raw(), dense_bytes(info));
+      where[t] = device_at_[t];
+    }
   }
   for (TensorId t = 0; t < g_.num_tensors(); ++t) {
-    if (g_.tensor(t).is_constant()) where[t] = g_.tensor(t).constant->raw();
+    if (g_.tensor(t).is_constant()) where[t] = host ? g_.tensor(t).constant->raw() : device_at_[t];
     if (arena_.offset[t] >= 0) where[t] = base + arena_.offset[t];
   }
-  // Graph outputs that a kernel produces are written straight into the returned tensors (no copy
-  // out of the arena); the others (inputs or constants passed through) are copied below.
+  // On the host, graph outputs that a kernel produces are written straight into the returned
+  // tensors (no copy out of the arena); the others are copied (downloaded) below.
   std::vector<TensorData> outputs;
   outputs.reserve(g_.outputs().size());
   for (TensorId t : g_.outputs()) {
     const TensorInfo& info = g_.tensor(t);
     outputs.emplace_back(info.dtype, info.shape);
-    if (arena_.offset[t] >= 0 && where[t] == base + arena_.offset[t]) where[t] = outputs.back().raw();
+    if (host && arena_.offset[t] >= 0 && where[t] == base + arena_.offset[t]) where[t] = outputs.back().raw();
   }
   if (profiling_) timings_.assign(kernels_.size(), {});
   std::vector<const void*> args;
@@ -123,13 +88,21 @@ std::vector<TensorData> Executor::run(const std::vector<TensorData>& inputs) {
     auto t0 = std::chrono::steady_clock::now();
     kernels_[i]->run(args, const_cast<void*>(where[k.output]));
     if (profiling_) {
+      backend_->synchronize();
       timings_[i].description = kernels_[i]->describe();
       timings_[i].seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     }
   }
-  for (size_t o = 0; o < outputs.size(); ++o)
-    if (where[g_.outputs()[o]] != outputs[o].raw())
-      std::memcpy(outputs[o].raw(), where[g_.outputs()[o]], outputs[o].byte_size());
+  backend_->synchronize();
+  for (size_t o = 0; o < outputs.size(); ++o) {
+    TensorId t = g_.outputs()[o];
+    if (where[t] == outputs[o].raw()) continue;
+    bool on_host = host || (g_.tensor(t).is_constant() && !device_at_[t]);
+    if (on_host)
+      std::memcpy(outputs[o].raw(), where[t], outputs[o].byte_size());
+    else
+      backend_->download(outputs[o].raw(), where[t], static_cast<int64_t>(outputs[o].byte_size()));
+  }
   return outputs;
 }
 

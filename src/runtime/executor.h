@@ -1,29 +1,20 @@
-// Runtime: executes a plan on the CPU backend. Every plan kernel is compiled once (oneDNN or
-// Halide; the reference interpreter only where neither can generate it). Materialised tensors
-// live in one arena whose offsets come from liveness-based reuse: two tensors share bytes
-// only when their lifetimes (producing kernel .. last reading kernel) do not overlap. Tensors
-// between oneDNN kernels stay in oneDNN's internal layout where cpu::link_layouts allows.
+// Runtime: executes a plan on a backend. Every plan kernel is compiled once (the backend's
+// code generators; its reference fallback only where it cannot generate a kernel). Materialised
+// tensors live in one arena in the backend's memory whose offsets come from liveness-based reuse
+// (arena.h). A backend with a layout-linking part keeps tensors between its kernels in internal
+// layouts where it decides so. On a backend with its own memory, constants are uploaded once and
+// only the model's inputs and outputs cross to and from the host at each run.
 #pragma once
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "backend/cpu/compiled_kernel.h"
+#include "backend/backend.h"
 #include "ir/tensor_data.h"
-#include "orchestrate/plan.h"
+#include "plan/plan.h"
+#include "runtime/arena.h"
 
 namespace korch {
-
-struct ArenaPlan {
-  std::vector<int64_t> offset;  // per tensor id: byte offset in the arena, -1 if not in it
-  int64_t arena_bytes = 0;      // peak
-  int64_t total_bytes = 0;      // sum of all arena tensors' sizes (no reuse)
-};
-
-// Liveness-based first-fit placement of every kernel output (graph outputs included).
-// bytes: per tensor id, the bytes its buffer needs (e.g. a blocked internal layout with padded
-// channels); nullptr: every tensor's dense size.
-ArenaPlan plan_arena(const PrimGraph& g, const Plan& plan, const std::vector<int64_t>* bytes = nullptr);
 
 struct KernelTiming {
   std::string description;
@@ -32,7 +23,7 @@ struct KernelTiming {
 
 class Executor {
  public:
-  Executor(const PrimGraph& g, Plan plan, int threads);
+  Executor(std::shared_ptr<Backend> backend, const PrimGraph& g, Plan plan);
   // Inputs follow g.inputs(); dtypes and shapes must match (korch::Error otherwise).
   std::vector<TensorData> run(const std::vector<TensorData>& inputs);
   // Per-kernel wall time of the last run (when profiling is enabled).
@@ -40,26 +31,27 @@ class Executor {
   const std::vector<KernelTiming>& last_timings() const { return timings_; }
   const ArenaPlan& arena() const { return arena_; }
   const Plan& plan() const { return plan_; }
+  Backend& backend() const { return *backend_; }
   int num_fallback_kernels() const { return fallbacks_; }
-  // Tensors handed from one oneDNN kernel to the next in oneDNN's internal layout (no
-  // reorders through a dense buffer; cpu::link_layouts).
-  int num_linked_tensors() const { return linked_; }
-  // Why each Halide kernel whose strided build differed from its dense one keeps its tensors
-  // dense (link_verification.h); empty when every verified link held.
-  const std::vector<std::string>& unlinked_kernels() const { return unlinked_; }
+  // Tensors handed from one kernel to the next in the backend's internal layout (LayoutLinker).
+  int num_linked_tensors() const { return links_.num_linked; }
+  // Why kernels that could have linked keep their tensors in the dense layout; empty when every
+  // link the backend verified held.
+  const std::vector<std::string>& unlinked_kernels() const { return links_.unlinked; }
 
  private:
+  std::shared_ptr<Backend> backend_;
   const PrimGraph& g_;
   Plan plan_;
-  int threads_;
   ArenaPlan arena_;
-  std::vector<std::unique_ptr<cpu::CompiledKernel>> kernels_;
-  std::vector<unsigned char, CacheLineAllocator<unsigned char>> storage_;  // the arena
+  LinkedPlan links_;
+  std::vector<std::unique_ptr<CompiledKernel>> kernels_;
+  std::unique_ptr<BackendBuffer> storage_;                      // the arena
+  std::vector<std::unique_ptr<BackendBuffer>> device_tensors_;  // constants and inputs, where memory is not the host's
+  std::vector<void*> device_at_;                                // per tensor id: its buffer there, or null
   bool profiling_ = false;
   std::vector<KernelTiming> timings_;
   int fallbacks_ = 0;
-  int linked_ = 0;
-  std::vector<std::string> unlinked_;
 };
 
 }  // namespace korch

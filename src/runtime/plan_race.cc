@@ -5,8 +5,9 @@
 #include <chrono>
 #include <sstream>
 
-#include "cost/profiler.h"
+#include "backend/timing.h"
 #include "ir/printer.h"
+#include "plan/random_inputs.h"
 #include "runtime/executor.h"
 #include "util/error.h"
 
@@ -40,9 +41,10 @@ std::string ms(double seconds) {
 
 // Compiles both plans, warms them up and times them in interleaved rounds (which plan goes first
 // alternates); fills the medians and the round count.
-void time_both(const PrimGraph& g, const Plan& korch, const Plan& greedy, int threads, PlanRace& race) {
+void time_both(const PrimGraph& g, const Plan& korch, const Plan& greedy, const std::shared_ptr<Backend>& backend,
+               PlanRace& race) {
   std::vector<TensorData> inputs = random_graph_inputs(g, 7);
-  Executor korch_run(g, korch, threads), greedy_run(g, greedy, threads);
+  Executor korch_run(backend, g, korch), greedy_run(backend, g, greedy);
   for (int i = 0; i < kWarmupRuns; ++i) {
     korch_run.run(inputs);
     greedy_run.run(inputs);
@@ -83,15 +85,16 @@ uint64_t plan_hash(const PrimGraph& g, const Plan& plan) {
   return h;
 }
 
-PlanRace race_against_greedy(const PrimGraph& g, Plan& korch, const Plan& greedy, int threads, ProfileCache* cache,
-                             const std::string& target, const std::string& versions, double margin) {
+PlanRace race_against_greedy(const PrimGraph& g, Plan& korch, const Plan& greedy,
+                             const std::shared_ptr<Backend>& backend, ProfileCache* cache, double margin) {
   PlanRace race;
   race.blp_predicted_seconds = korch.predicted_seconds();
   race.blp_kernels = static_cast<int>(korch.kernels.size());
   if (same_kernels(korch, greedy)) return race;
   race.raced = true;
-  ProfileKey korch_key{plan_hash(g, korch), "cpu-plan", target, versions};
-  ProfileKey greedy_key{plan_hash(g, greedy), "cpu-plan", target, versions};
+  std::string target = backend->target(), versions = backend->versions(), table = backend->name() + "-plan";
+  ProfileKey korch_key{plan_hash(g, korch), table, target, versions};
+  ProfileKey greedy_key{plan_hash(g, greedy), table, target, versions};
   std::optional<ProfileEntry> korch_cached, greedy_cached;
   if (cache) {
     korch_cached = cache->lookup(korch_key);
@@ -102,7 +105,7 @@ PlanRace race_against_greedy(const PrimGraph& g, Plan& korch, const Plan& greedy
     race.greedy_seconds = greedy_cached->median_seconds;
   } else {
     try {
-      time_both(g, korch, greedy, threads, race);
+      time_both(g, korch, greedy, backend, race);
     } catch (const std::exception& e) {  // a plan that cannot run here: the BLP's plan stays
       race.raced = false;
       korch.note = str_cat("BLP plan kept without a race (", e.what(), ")");

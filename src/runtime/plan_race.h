@@ -1,4 +1,4 @@
-// Plan race: the BLP's plan against the greedy plan, end to end on the CPU runtime.
+// Plan race: the BLP's plan against the greedy plan, end to end on a backend's runtime.
 //
 // The BLP is optimal for the kernel costs it is given, but those are measured one kernel at a
 // time (cold caches, inputs read back), and inside a plan a kernel runs among its neighbours:
@@ -10,14 +10,16 @@
 //
 // Guarantees: the korch plan that comes out is the BLP's or the greedy plan's kernels (its
 // `note` says which and why); both plans ran on the same seeded random inputs with the same
-// thread count, warm-up excluded; the medians are stored in the profile cache (backend
-// "cpu-plan", keyed by the graph and the plan's kernels and schedules), so an optimise with a
-// warm cache compiles neither plan again.
+// thread count, warm-up excluded; the medians are stored in the profile cache (under the
+// backend's name with "-plan", its target and versions, keyed by the graph and the plan's
+// kernels and schedules), so an optimise with a warm cache compiles neither plan again.
 #pragma once
+#include <memory>
 #include <string>
 
+#include "backend/backend.h"
 #include "cost/profile_cache.h"
-#include "orchestrate/plan.h"
+#include "plan/plan.h"
 
 namespace korch {
 
@@ -31,8 +33,8 @@ struct PlanRace {
   int blp_kernels = 0;               // and its kernel count
 };
 
-PlanRace race_against_greedy(const PrimGraph& g, Plan& korch, const Plan& greedy, int threads, ProfileCache* cache,
-                             const std::string& target, const std::string& versions, double margin = 0.02);
+PlanRace race_against_greedy(const PrimGraph& g, Plan& korch, const Plan& greedy,
+                             const std::shared_ptr<Backend>& backend, ProfileCache* cache, double margin = 0.02);
 
 // A hash of the plan's kernels (primitive sets and schedule variants) on graph g.
 uint64_t plan_hash(const PrimGraph& g, const Plan& plan);

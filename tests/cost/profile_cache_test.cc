@@ -544,9 +544,10 @@ TEST_F(ProfileCacheTest, SeveralProcessesShareOneFile) {
   EXPECT_EQ(cache.lookup(key(uint64_t{3} << 32 | 199))->median_seconds, 199 * 1e-6);
 }
 
-TEST(CpuProfilerSolutions, RoundTripThroughTheCacheAndRejectGarbage) {
+TEST(ProfilerSolutions, RoundTripThroughTheCacheAndRejectGarbage) {
   ProfileCache cache(":memory:");
-  CpuProfiler profiler(2, &cache);
+  auto cpu2 = make_backend("cpu", BackendOptions{2});
+  Profiler profiler(*cpu2, &cache);
   EXPECT_FALSE(profiler.stored_solution(42).has_value());
   KernelMeasurer::StoredSolution s;
   s.sets = {{0, 1, 2}, {3}, {4, 5}};
@@ -558,14 +559,15 @@ TEST(CpuProfilerSolutions, RoundTripThroughTheCacheAndRejectGarbage) {
   EXPECT_TRUE(back->proven_optimal);
   EXPECT_FALSE(profiler.stored_solution(43).has_value());
   // Another thread count is another target: not shared.
-  CpuProfiler other(1, &cache);
+  auto cpu1 = make_backend("cpu", BackendOptions{1});
+  Profiler other(*cpu1, &cache);
   EXPECT_FALSE(other.stored_solution(42).has_value());
   // Rows whose text is not a solution read as none.
   for (const char* text : {"", "1|", "2|0", "1|0,,1", "1|a", "1|0;", "10"}) {
     ProfileEntry e;
     e.implementable = e.verified = true;
     e.description = text;
-    cache.store(ProfileKey{7, "cpu-solution", profiler.target(), CpuProfiler::versions()}, e);
+    cache.store(ProfileKey{7, "cpu-solution", cpu2->target(), cpu2->versions()}, e);
     EXPECT_FALSE(profiler.stored_solution(7).has_value()) << text;
   }
 }

@@ -1,5 +1,5 @@
-// The CPU profiler: a Halide kernel with channels-last candidates is verified and timed dense (its
-// linked builds are verified when a plan links them: runtime/link_verification) and offers the BLP
+// The profiler on the CPU backend: a Halide kernel with channels-last candidates is verified and timed dense (its
+// linked builds are verified when a plan links them: backend/cpu/link_verification) and offers the BLP
 // no link savings; schedule variants are tried only where the default schedule takes long enough;
 // a kernel no backend compiles is dropped with one log line saying why.
 #include "cost/profiler.h"
@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "backend/cpu/compiled_kernel.h"
-#include "orchestrate/kernel.h"
+#include "plan/kernel.h"
 
 namespace korch {
 namespace {
@@ -29,7 +29,8 @@ TEST(CpuProfiler, MeasuresChannelsLastHalideKernelsDenseWithZeroLinkSavings) {
   ASSERT_TRUE(candidates.any());
   EXPECT_TRUE(candidates.output);
 
-  CpuProfiler profiler(2, nullptr);
+  auto backend = make_backend("cpu", BackendOptions{2});
+  Profiler profiler(*backend, nullptr);
   std::optional<double> seconds = profiler.measure(g, k);
   ASSERT_TRUE(seconds.has_value());
   EXPECT_GT(*seconds, 0.0);
@@ -53,7 +54,8 @@ TEST(CpuProfiler, TriesScheduleVariantsOnlyFromTheThreshold) {
   int variants = cpu::schedule_variants(g, k);
   ASSERT_EQ(variants, 3);  // default tiles, the 8x8 block transpose and its 8x16 tiles
   for (double threshold : {0.0, std::numeric_limits<double>::infinity()}) {
-    CpuProfiler profiler(2, nullptr);
+    auto backend = make_backend("cpu", BackendOptions{2});
+    Profiler profiler(*backend, nullptr);
     profiler.set_variants_from_seconds(threshold);
     ASSERT_TRUE(profiler.measure(g, k).has_value());
     EXPECT_EQ(profiler.stats().variants, threshold == 0.0 ? variants : 1) << threshold;
@@ -67,7 +69,8 @@ TEST(CpuProfiler, LogsAKernelNoBackendCompiles) {
   g.mark_output(g.add_primitive(PrimOp::Mod, {a, b}, {}));
   Kernel k = make_kernel(g, {0});
   std::vector<std::string> lines;
-  CpuProfiler profiler(2, nullptr, [&](const std::string& line) { lines.push_back(line); });
+  auto backend = make_backend("cpu", BackendOptions{2});
+  Profiler profiler(*backend, nullptr, [&](const std::string& line) { lines.push_back(line); });
   EXPECT_FALSE(profiler.measure(g, k).has_value());
   EXPECT_EQ(profiler.stats().dropped, 1);
   ASSERT_EQ(lines.size(), 1u);

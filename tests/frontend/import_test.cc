@@ -5,8 +5,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "fission/onnx_tensor.h"
 #include "frontend/onnx_import.h"
-#include "frontend/onnx_tensor.h"
 #include "onnx_builder.h"
 #include "reference/reference.h"
 #include "util/error.h"

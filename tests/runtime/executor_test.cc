@@ -21,7 +21,7 @@ TEST(Arena, ReusesMemoryOnARealModel) {
   AnalyticCostModel model{MachineFigures{}};
   OptimizeResult r = optimize(m.graph, model);
   for (const Plan* plan : {&r.per_primitive, &r.per_op, &r.greedy, &r.korch}) {
-    ArenaPlan a = plan_arena(m.graph, *plan);
+    ArenaPlan a = plan_arena(m.graph, plan->kernels);
     EXPECT_LT(a.arena_bytes, a.total_bytes) << plan->strategy;
     // No two tensors that are alive at once overlap.
     std::vector<int> first(m.graph.num_tensors(), -1), last(m.graph.num_tensors(), -1);
@@ -51,7 +51,7 @@ TEST(Executor, EveryPlanMatchesTheReference) {
   AnalyticCostModel model{MachineFigures{}};
   OptimizeResult r = optimize(m.graph, model);
   for (const Plan* plan : {&r.per_primitive, &r.per_op, &r.greedy, &r.korch}) {
-    Executor exec(m.graph, *plan, 2);
+    Executor exec(make_backend("cpu", BackendOptions{2}), m.graph, *plan);
     exec.set_profiling(true);
     for (int repeat = 0; repeat < 2; ++repeat) {  // the arena is reused across runs
       std::vector<TensorData> got = exec.run(sets[0].inputs);
@@ -66,7 +66,7 @@ TEST(Executor, EveryPlanMatchesTheReference) {
 TEST(Executor, WrongInputsAreClearErrors) {
   ImportedModel m = import_onnx_file(kExample + "/model.onnx");
   AnalyticCostModel model{MachineFigures{}};
-  Executor exec(m.graph, optimize(m.graph, model).korch, 2);
+  Executor exec(make_backend("cpu", BackendOptions{2}), m.graph, optimize(m.graph, model).korch);
   EXPECT_THROW(exec.run({}), Error);
   EXPECT_THROW(exec.run({TensorData(DType::F32, {1, 3, 8, 8})}), Error);
 }

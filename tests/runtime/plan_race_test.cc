@@ -30,10 +30,11 @@ TEST(PlanRace, KeepsOneOfTheTwoPlansAndCachesTheMedians) {
   Plan blp = r.per_op;
   ASSERT_FALSE(same_prims(blp, r.greedy));
   ProfileCache cache(":memory:");
+  std::shared_ptr<Backend> cpu = make_backend("cpu", BackendOptions{2});
 
   // A margin no plan can beat: the BLP's kernels stay, and the note says what was measured.
   Plan kept = blp;
-  PlanRace first = race_against_greedy(m.graph, kept, r.greedy, 2, &cache, "test-target", "v", 0.99);
+  PlanRace first = race_against_greedy(m.graph, kept, r.greedy, cpu, &cache, 0.99);
   EXPECT_TRUE(first.raced);
   EXPECT_GE(first.rounds, 7);
   EXPECT_GT(first.korch_seconds, 0);
@@ -45,7 +46,7 @@ TEST(PlanRace, KeepsOneOfTheTwoPlansAndCachesTheMedians) {
   // Same plans again: both medians come from the cache, nothing runs, same numbers. A margin
   // below -1 makes greedy win whatever the timings: its kernels replace the BLP's.
   Plan replaced = blp;
-  PlanRace second = race_against_greedy(m.graph, replaced, r.greedy, 2, &cache, "test-target", "v", -100);
+  PlanRace second = race_against_greedy(m.graph, replaced, r.greedy, cpu, &cache, -100);
   EXPECT_EQ(second.rounds, 0);
   EXPECT_EQ(second.korch_seconds, first.korch_seconds);
   EXPECT_EQ(second.greedy_seconds, first.greedy_seconds);
@@ -55,12 +56,13 @@ TEST(PlanRace, KeepsOneOfTheTwoPlansAndCachesTheMedians) {
   EXPECT_NE(replaced.note.find("greedy plan's kernels kept"), std::string::npos) << replaced.note;
   EXPECT_NE(replaced.note.find("(cached)"), std::string::npos) << replaced.note;
   // The replaced plan is a valid plan of the graph and runs.
-  Executor exec(m.graph, replaced, 2);
+  Executor exec(cpu, m.graph, replaced);
   EXPECT_EQ(exec.num_fallback_kernels(), 0);
 
-  // Another target is another cache key: it races again.
+  // Another target (another thread count) is another cache key: it races again.
   Plan other = blp;
-  EXPECT_GT(race_against_greedy(m.graph, other, r.greedy, 2, &cache, "other-target", "v", 0.99).rounds, 0);
+  std::shared_ptr<Backend> cpu1 = make_backend("cpu", BackendOptions{1});
+  EXPECT_GT(race_against_greedy(m.graph, other, r.greedy, cpu1, &cache, 0.99).rounds, 0);
 }
 
 TEST(PlanRace, IdenticalPlansAreNotRaced) {
@@ -68,7 +70,7 @@ TEST(PlanRace, IdenticalPlansAreNotRaced) {
   AnalyticCostModel model{MachineFigures{}};
   OptimizeResult r = optimize(m.graph, model);
   Plan same = r.greedy;
-  PlanRace race = race_against_greedy(m.graph, same, r.greedy, 2, nullptr, "t", "v");
+  PlanRace race = race_against_greedy(m.graph, same, r.greedy, make_backend("cpu", BackendOptions{2}), nullptr);
   EXPECT_FALSE(race.raced);
   EXPECT_EQ(race.rounds, 0);
   EXPECT_TRUE(same.note.empty());

@@ -3,6 +3,7 @@
 
 #include <iostream>
 
+#include "backend/cpu/cpu_backend.h"
 #include "export/export.h"
 #include "frontend/onnx_import.h"
 #include "util/error.h"
@@ -17,7 +18,7 @@ int run_export(const std::string& model, const std::vector<std::string>& input_s
   for (const std::string& s : input_shapes) options.input_shapes.insert(parse_input_shape(s));
   ImportedModel m = import_onnx_file(model, options);
   Plan plan = load_plan(m.graph, plan_path);
-  if (std::string w = codegen_mismatch(plan); !w.empty()) std::cerr << "warning: " << w << "\n";
+  if (std::string w = codegen_mismatch(plan, cpu::kCodegenVersion); !w.empty()) std::cerr << "warning: " << w << "\n";
   ExportOptions eo;
   eo.out_dir = out_dir;
   eo.threads = threads;

@@ -10,19 +10,19 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "backend/backend.h"
+#include "backend/cpu/calibrate.h"
 #include "check/test_case.h"
-#include "cost/analytic.h"
-#include "cost/calibrate.h"
 #include "cost/profiler.h"
 #include "export_command.h"
+#include "fission/onnx_tensor.h"
 #include "frontend/onnx_import.h"
-#include "frontend/onnx_tensor.h"
 #include "ir/printer.h"
 #include "orchestrate/optimize.h"
+#include "plan/run_plan.h"
 #include "reference/reference.h"
-#include "reference/run_plan.h"
 #include "runtime/executor.h"
-#include "runtime/optimize_measured.h"
+#include "runtime/optimize_model.h"
 #include "util/error.h"
 
 namespace korch {
@@ -89,7 +89,8 @@ struct OptimizeFlags {
   int threads = 2;
   std::string cache_path;
   bool verbose = false;
-  bool plan_race = true;  // measured costs: race the BLP's plan against greedy end to end
+  bool plan_race = true;        // measured costs: race the BLP's plan against greedy end to end
+  std::string backend = "cpu";  // what measures kernels and runs plans
 };
 
 MachineFigures machine_from(const OptimizeFlags& f) {
@@ -107,46 +108,28 @@ struct Progress {
   }
 };
 
-struct OptimizeRun {
-  OptimizeResult result;
-  ProfilerStats profile;
-  PlanRace race;
-  bool measured = false;
-  std::string cache_path;
-};
+using OptimizeRun = ModelOptimizeRun;
 
 OptimizeRun run_optimizer(const PrimGraph& g, OptimizeFlags f, const std::string& default_cost = "analytic") {
-  if (f.cost.empty()) f.cost = default_cost;
-  if (f.cost != "analytic" && f.cost != "measured")
-    fail("unknown cost model '", f.cost, "' (available: analytic, measured)");
-  if (f.max_kernel_prims < 1 || f.max_partition_prims < 2) fail("kernel and partition bounds must be positive");
-  AnalyticCostModel model(machine_from(f));
-  OptimizeOptions options;
-  options.candidates.max_prims = f.max_kernel_prims;
-  options.partition.max_prims = f.max_partition_prims;
-  options.solver_time_limit = f.time_limit;
-  OptimizeRun run;
-  if (f.cost == "analytic") {
-    run.result = optimize(g, model, options);
-    return run;
-  }
-  run.measured = true;
-  run.cache_path = f.cache_path.empty() ? ProfileCache::default_path() : f.cache_path;
-  ProfileCache cache(run.cache_path, [](const std::string& w) { std::cerr << "warning: " << w << "\n"; });
+  ModelOptimizeSettings s;
+  s.cost = f.cost.empty() ? default_cost : f.cost;
+  s.backend = f.backend;
+  s.threads = f.threads;
+  s.cache_path = f.cache_path;
+  s.machine = machine_from(f);
+  s.max_kernel_prims = f.max_kernel_prims;
+  s.max_partition_prims = f.max_partition_prims;
+  s.solver_time_limit = f.time_limit;
+  s.plan_race = f.plan_race;
   Progress progress;
-  std::unique_ptr<CpuProfiler> profiler;
-  profiler = std::make_unique<CpuProfiler>(f.threads, &cache, [&](const std::string& line) {
+  s.warn = [](const std::string& w) { std::cerr << "warning: " << w << "\n"; };
+  s.dropped = [&](const std::string& line) {
     progress.done();
     if (f.verbose) std::cerr << line << "\n";
-  });
-  profiler->set_progress([&](const ProfilerStats& s) {
-    progress.update(str_cat("profiling: ", s.measured, " measured, ", s.cache_hits, " cached, ", s.dropped,
-                            " dropped (", static_cast<int>(s.seconds), " s)"));
-  });
-  run.result = optimize_measured(g, model, options, *profiler, cache, f.plan_race, &run.race,
-                                 [&] { progress.update("timing the BLP's plan and the greedy plan end to end"); });
+  };
+  s.progress = [&](const std::string& line) { progress.update(line); };
+  OptimizeRun run = optimize_model(g, s);
   progress.done();
-  run.profile = profiler->stats();  // the race measures no kernels
   return run;
 }
 
@@ -240,8 +223,9 @@ int run_model(const std::string& model_path, const std::vector<std::string>& sha
     given.erase(it);
   }
   if (!given.empty()) fail("--input names '", given.begin()->first, "', which is not an input of the model");
-  if (std::string w = korch::codegen_mismatch(plan); !w.empty()) std::cerr << "warning: " << w << "\n";
-  korch::Executor runtime(m.graph, plan, flags.threads);
+  std::shared_ptr<Backend> backend = make_backend(flags.backend, BackendOptions{flags.threads});
+  if (std::string w = codegen_mismatch(plan, backend->codegen()); !w.empty()) std::cerr << "warning: " << w << "\n";
+  Executor runtime(backend, m.graph, plan);
   runtime.set_profiling(profile);
   if (runtime.num_fallback_kernels() > 0)
     std::cerr << "warning: " << runtime.num_fallback_kernels()
@@ -327,8 +311,9 @@ int run_bench(const std::string& model_path, const std::vector<std::string>& sha
   OptimizeRun opt = run_optimizer(m.graph, flags, "measured");
   const OptimizeResult& r = opt.result;
   std::vector<const Plan*> plans = {&r.per_op, &r.greedy, &r.korch};
-  std::vector<std::unique_ptr<korch::Executor>> runtimes;
-  for (const Plan* p : plans) runtimes.push_back(std::make_unique<korch::Executor>(m.graph, *p, flags.threads));
+  std::shared_ptr<Backend> backend = make_backend(flags.backend, BackendOptions{flags.threads});
+  std::vector<std::unique_ptr<Executor>> runtimes;
+  for (const Plan* p : plans) runtimes.push_back(std::make_unique<Executor>(backend, m.graph, *p));
   std::vector<TensorData> inputs = random_graph_inputs(m.graph, 1);
   std::vector<std::vector<double>> times(plans.size());
   std::vector<std::vector<TensorData>> outputs(plans.size());
@@ -402,28 +387,33 @@ int run_calibrate(int threads, const std::string& out) {
 
 int run_check(const std::string& case_dir, const std::string& backend, const std::vector<std::string>& shapes,
               const Tolerance& tol, const std::string& plan_spec, const OptimizeFlags& flags) {
-  if (backend != "reference" && backend != "cpu") fail("unknown backend '", backend, "' (available: reference, cpu)");
+  // The reference backend checks plans with the reference executor (plan/run_plan.h) and prices
+  // them analytically; every other backend measures its kernels and runs the plan.
+  std::shared_ptr<Backend> runtime_backend = make_backend(backend, BackendOptions{flags.threads});
+  OptimizeFlags measuring = flags;
+  measuring.backend = backend;
+  const std::string default_cost = backend == "reference" ? "analytic" : "measured";
   ModelRunner exec = [&](const ImportedModel& m, const std::vector<TensorData>& inputs) {
     if (plan_spec.empty() && backend == "reference") return reference::run_graph(m.graph, inputs);
     Plan plan;
     if (plan_spec == "korch" || plan_spec == "greedy" || plan_spec == "per-op" || plan_spec == "per-primitive") {
-      OptimizeResult r = run_optimizer(m.graph, flags, backend == "cpu" ? "measured" : "analytic").result;
+      OptimizeResult r = run_optimizer(m.graph, measuring, default_cost).result;
       plan = plan_spec == "korch"    ? r.korch
              : plan_spec == "greedy" ? r.greedy
              : plan_spec == "per-op" ? r.per_op
                                      : r.per_primitive;
     } else if (plan_spec.empty()) {
-      plan = run_optimizer(m.graph, flags, backend == "cpu" ? "measured" : "analytic").result.korch;
+      plan = run_optimizer(m.graph, measuring, default_cost).result.korch;
     } else {
       plan = load_plan(m.graph, plan_spec);
     }
     std::cout << "  plan: " << plan.strategy << ", " << plan.kernels.size() << " kernels, predicted "
               << plan.predicted_seconds() * 1e3 << " ms\n";
     if (backend == "reference") return reference::run_plan(m.graph, plan, inputs);
-    korch::Executor runtime(m.graph, plan, flags.threads);
-    std::cout << "  cpu: " << plan.kernels.size() - runtime.num_fallback_kernels() << " generated kernels, "
-              << runtime.num_fallback_kernels() << " reference fallbacks, arena " << runtime.arena().arena_bytes
-              << " bytes (" << runtime.arena().total_bytes << " without reuse)\n";
+    Executor runtime(runtime_backend, m.graph, plan);
+    std::cout << "  " << backend << ": " << plan.kernels.size() - runtime.num_fallback_kernels()
+              << " generated kernels, " << runtime.num_fallback_kernels() << " reference fallbacks, arena "
+              << runtime.arena().arena_bytes << " bytes (" << runtime.arena().total_bytes << " without reuse)\n";
     return runtime.run(inputs);
   };
   std::cout << "case: " << case_dir << "  backend: " << backend << (plan_spec.empty() ? "" : "  plan: " + plan_spec)
@@ -453,7 +443,9 @@ int main(int argc, char** argv) {
 
   CLI::App* check = app.add_subcommand("check", "Run an ONNX test case and compare with its expected outputs");
   check->add_option("case_dir", case_dir, "Folder with model.onnx and test_data_set_N/")->required();
-  check->add_option("--backend", backend, "reference | cpu");
+  std::string backends;
+  for (const std::string& name : korch::backend_names()) backends += (backends.empty() ? "" : " | ") + name;
+  check->add_option("--backend", backend, "Where to run the case: " + backends + " (default reference)");
   check->add_option("--input-shape", shapes, "Fix an input shape: NAME=D0,D1,...");
   check->add_option("--atol", tol.atol, "Absolute tolerance (default 1e-4)");
   check->add_option("--rtol", tol.rtol, "Relative tolerance (default 1e-3)");
@@ -472,6 +464,9 @@ int main(int argc, char** argv) {
     cmd->add_option("--threads", flags.threads, "CPU threads (default 2)");
     cmd->add_option("--cache", flags.cache_path, "Profile cache file (default: the user cache)");
     cmd->add_flag("--verbose", flags.verbose, "Log every dropped kernel");
+    if (cmd != check)
+      cmd->add_option("--backend", flags.backend,
+                      "Backend that measures and runs kernels: " + backends + " (default cpu)");
     cmd->add_flag("--no-plan-race{false}", flags.plan_race,
                   "With measured costs, keep the BLP's plan without timing it against the greedy plan end to end");
   };

@@ -1,15 +1,17 @@
-// CompiledKernel: one executable CPU kernel for one plan/candidate Kernel. It reads the
-// kernel's inputs (Kernel::inputs order; dense row-major buffers with the tensors' dtypes and
-// shapes) and writes its output buffer. Backends return nullptr (and say why) when a
-// candidate cannot be implemented as ONE kernel; such candidates are dropped.
+// The CPU backend's kernels: cpu::CompiledKernel is a korch::CompiledKernel (run + describe,
+// backend/backend.h) that can also keep activations in an internal layout and hand them to its
+// neighbours (the layout-linking part only CPU kernels have). Code generators return nullptr
+// (and say why) when a candidate cannot be implemented as ONE kernel; such candidates are
+// dropped.
 #pragma once
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "backend/backend.h"
 #include "ir/tensor_data.h"
-#include "orchestrate/kernel.h"
+#include "plan/kernel.h"
 
 namespace Halide {
 class ImageParam;
@@ -19,12 +21,8 @@ struct Target;
 
 namespace korch::cpu {
 
-class CompiledKernel {
+class CompiledKernel : public korch::CompiledKernel {
  public:
-  virtual ~CompiledKernel() = default;
-  virtual void run(const std::vector<const void*>& inputs, void* output) = 0;
-  virtual std::string describe() const = 0;  // backend and schedule, for logs and plans
-
   // Layout linking (see layout_link.h). A kernel that keeps an internal layout (oneDNN's
   // nhwc / nChw8c / nChw16c activations) can hand it to the next kernel instead of reordering
   // to the dense buffer and back. Keys are opaque; equal keys mean byte-identical layouts. Halide
@@ -123,8 +121,9 @@ int schedule_variants(const PrimGraph& g, const Kernel& k);
 // Kernels with one Linear primitive (MatMul / Conv / ConvTranspose) plus an elementwise
 // epilogue as oneDNN 2.6 primitives with post-ops.
 std::unique_ptr<CompiledKernel> compile_onednn_kernel(const PrimGraph& g, const Kernel& k, std::string* why_not);
-// Any kernel, executed by the reference interpreter (correct, slow). Used only where no
-// backend can generate a primitive on its own (so that every model still runs).
+// Any kernel, executed by the reference interpreter (correct, slow), as a CPU kernel that keeps
+// no layouts. Used only where no code generator can implement a primitive on its own (so that
+// every model still runs).
 std::unique_ptr<CompiledKernel> compile_reference_kernel(const PrimGraph& g, const Kernel& k);
 
 // The backend's choice for a kernel: oneDNN for linear kernels, Halide otherwise; nullptr

@@ -32,8 +32,7 @@ bool halide_layout_links_enabled() {
 }
 
 LayoutLinks link_layouts(const PrimGraph& g, const std::vector<Kernel>& kernels,
-                         const std::vector<std::unique_ptr<CompiledKernel>>& compiled,
-                         const std::function<bool(int)>& verify_strided) {
+                         const std::vector<CompiledKernel*>& compiled, const std::function<bool(int)>& verify_strided) {
   KORCH_CHECK(kernels.size() == compiled.size(), "link_layouts: ", kernels.size(), " kernels but ", compiled.size(),
               " compiled ones");
   LayoutLinks links;

@@ -50,7 +50,7 @@ bool halide_layout_links_enabled();
 // tensors in its format (the kernel keeps nothing yet); false keeps all its tensors dense. Empty:
 // every such link is taken.
 LayoutLinks link_layouts(const PrimGraph& g, const std::vector<Kernel>& kernels,
-                         const std::vector<std::unique_ptr<CompiledKernel>>& compiled,
+                         const std::vector<CompiledKernel*>& compiled,
                          const std::function<bool(int)>& verify_strided = {});
 
 }  // namespace korch::cpu

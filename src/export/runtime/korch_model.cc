@@ -24,6 +24,7 @@
 #include "korch_kernels.h"
 #include "package_format.h"
 #include "reference/reference.h"
+#include "runtime/arena.h"
 #include "util/error.h"
 
 namespace {
@@ -31,7 +32,6 @@ namespace {
 using namespace korch;
 
 constexpr int64_t kAlign = 64;
-int64_t align_up(int64_t v) { return (v + kAlign - 1) / kAlign * kAlign; }
 int64_t tensor_bytes(const TensorInfo& t) { return num_elements(t.shape) * static_cast<int64_t>(dtype_size(t.dtype)); }
 
 // Halide's parallel loops on OpenMP, the pool oneDNN uses (the same loop as korch's JIT path).
@@ -98,37 +98,6 @@ std::vector<unsigned char> read_file(const std::string& path) {
   if (n > 0 && !f.read(reinterpret_cast<char*>(bytes.data()), n)) fail("cannot read '", path, "'");
   return bytes;
 }
-
-// The reference interpreter for one kernel (as korch's compile_reference_kernel, whose class
-// lives in cpu_backend.cc, which the package does not ship because it also dispatches to the
-// Halide JIT).
-class ReferenceKernel : public cpu::CompiledKernel {
- public:
-  ReferenceKernel(const PrimGraph& g, const Kernel& k) : g_(g), k_(k) {}
-  void run(const std::vector<const void*>& inputs, void* output) override {
-    std::map<TensorId, std::shared_ptr<TensorData>> values;
-    for (size_t i = 0; i < k_.inputs.size(); ++i) {
-      const TensorInfo& t = g_.tensor(k_.inputs[i]);
-      auto v = std::make_shared<TensorData>(t.dtype, t.shape);
-      std::memcpy(v->raw(), inputs[i], v->byte_size());
-      values[k_.inputs[i]] = v;
-    }
-    for (PrimId p : k_.prims) {
-      const Primitive& prim = g_.prim(p);
-      std::vector<const TensorData*> args;
-      for (TensorId t : prim.inputs) args.push_back(values.at(t).get());
-      const TensorInfo& out = g_.tensor(prim.output);
-      values[prim.output] = std::make_shared<TensorData>(reference::evaluate(prim, args, out.dtype, out.shape));
-    }
-    const TensorData& result = *values.at(k_.output);
-    std::memcpy(output, result.raw(), result.byte_size());
-  }
-  std::string describe() const override { return "reference fallback"; }
-
- private:
-  const PrimGraph& g_;
-  Kernel k_;
-};
 
 halide_type_t halide_type_of(DType t) {
   switch (t) {
@@ -380,7 +349,7 @@ void korch_model::load(const std::string& package_dir, int requested_threads) {
       if (c) ++n_onednn;
     }
     if (!c) {
-      c = std::make_unique<ReferenceKernel>(g, k);
+      c = cpu::compile_reference_kernel(g, k);
       ++n_ref;
     }
     kernels.push_back(std::move(k));
@@ -392,7 +361,9 @@ void korch_model::load(const std::string& package_dir, int requested_threads) {
     if (!made && !g.tensor(t).is_constant() && std::find(in_ids.begin(), in_ids.end(), t) == in_ids.end())
       fail("model.kpkg: output '", g.tensor(t).name, "' is computed by no kernel");
   }
-  cpu::LayoutLinks links = cpu::link_layouts(g, kernels, compiled);  // as korch's Executor
+  std::vector<cpu::CompiledKernel*> linkable;
+  for (const auto& c : compiled) linkable.push_back(c.get());
+  cpu::LayoutLinks links = cpu::link_layouts(g, kernels, linkable);  // as korch's Executor
   bytes = links.bytes;
   linked = links.num_linked;
   place_tensors();
@@ -403,44 +374,11 @@ void korch_model::load(const std::string& package_dir, int requested_threads) {
                  " tensors in oneDNN layouts between kernels, ", threads, " threads, arena ", storage.size(), " bytes");
 }
 
-// Liveness-based first-fit placement of every kernel output (as korch's plan_arena).
+// Every kernel output in one arena (runtime/arena.h, as korch's Executor places them).
 void korch_model::place_tensors() {
-  offset.assign(g.num_tensors(), -1);
-  int n = static_cast<int>(kernels.size());
-  std::vector<int> first(g.num_tensors(), -1), last(g.num_tensors(), -1);
-  for (int i = 0; i < n; ++i) {
-    first[kernels[i].output] = i;
-    last[kernels[i].output] = std::max(last[kernels[i].output], i);
-    for (TensorId t : kernels[i].inputs) last[t] = std::max(last[t], i);
-  }
-  for (const Io& o : outputs)
-    if (first[o.tensor] >= 0) last[o.tensor] = n;
-  struct Item {
-    TensorId t;
-    int64_t size;
-  };
-  std::vector<Item> items;
-  for (TensorId t = 0; t < g.num_tensors(); ++t)
-    if (first[t] >= 0) items.push_back({t, align_up(std::max<int64_t>(bytes[t], 1))});
-  std::sort(items.begin(), items.end(),
-            [](const Item& x, const Item& y) { return x.size > y.size || (x.size == y.size && x.t < y.t); });
-  std::vector<Item> placed;
-  int64_t arena_bytes = 0;
-  for (const Item& it : items) {
-    std::vector<std::pair<int64_t, int64_t>> busy;
-    for (const Item& p : placed)
-      if (!(last[p.t] < first[it.t] || last[it.t] < first[p.t])) busy.emplace_back(offset[p.t], offset[p.t] + p.size);
-    std::sort(busy.begin(), busy.end());
-    int64_t off = 0;
-    for (auto [lo, hi] : busy) {
-      if (off + it.size <= lo) break;
-      off = std::max(off, hi);
-    }
-    offset[it.t] = off;
-    arena_bytes = std::max(arena_bytes, off + it.size);
-    placed.push_back(it);
-  }
-  storage.resize(arena_bytes + kAlign);
+  ArenaPlan arena = plan_arena(g, kernels, &bytes);
+  offset = std::move(arena.offset);
+  storage.resize(arena.arena_bytes + kAlign);
   where.assign(g.num_tensors(), nullptr);
 }
 

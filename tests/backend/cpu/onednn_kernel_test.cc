@@ -8,7 +8,7 @@
 #include <random>
 
 #include "backend/cpu/compiled_kernel.h"
-#include "orchestrate/kernel.h"
+#include "plan/kernel.h"
 #include "reference/reference.h"
 
 namespace korch {

@@ -9,7 +9,7 @@
 
 #include "backend/cpu/compiled_kernel.h"
 #include "ir/prim_graph.h"
-#include "orchestrate/kernel.h"
+#include "plan/kernel.h"
 
 namespace korch {
 

@@ -4,7 +4,7 @@
 #pragma once
 #include <vector>
 
-#include "orchestrate/plan.h"
+#include "plan/plan.h"
 
 namespace korch::reference {
 

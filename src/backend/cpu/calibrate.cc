@@ -1,5 +1,5 @@
 // Micro-benchmarks behind `korch calibrate` (medians of repeated runs).
-#include "cost/calibrate.h"
+#include "backend/cpu/calibrate.h"
 
 #include <omp.h>
 

@@ -1,7 +1,7 @@
 // Link verification: a Halide kernel's strided build (its tensors in nhwc or the blocked format)
 // is compared with its dense build before it links; one that differs, or fails, is reported and
 // keeps all its tensors dense, and link_layouts then links nothing around it.
-#include "runtime/link_verification.h"
+#include "backend/cpu/link_verification.h"
 
 #include <gtest/gtest.h>
 
@@ -12,7 +12,7 @@
 
 #include "backend/cpu/compiled_kernel.h"
 #include "backend/cpu/layout_link.h"
-#include "orchestrate/plan.h"
+#include "plan/plan.h"
 
 namespace korch {
 namespace {
@@ -129,16 +129,18 @@ TEST(LinkVerification, AKernelThatFailsKeepsItsTensorsDense) {
   g.mark_output(conv(g, b, 32, &kernels[3]));
   Plan plan;
   for (const auto& prims : kernels) plan.kernels.push_back(make_kernel(g, prims));
+  std::vector<std::unique_ptr<cpu::CompiledKernel>> owned;
   auto compile_all = [&] {
-    std::vector<std::unique_ptr<cpu::CompiledKernel>> compiled;
+    std::vector<cpu::CompiledKernel*> compiled;
     for (const Kernel& k : plan.kernels) {
       std::string why;
-      compiled.push_back(cpu::compile_kernel(g, k, &why));
-      EXPECT_TRUE(compiled.back()) << why;
+      owned.push_back(cpu::compile_kernel(g, k, &why));
+      EXPECT_TRUE(owned.back()) << why;
+      compiled.push_back(owned.back().get());
     }
     return compiled;
   };
-  std::vector<std::unique_ptr<cpu::CompiledKernel>> accepted = compile_all();
+  std::vector<cpu::CompiledKernel*> accepted = compile_all();
   std::vector<int> asked;
   cpu::LayoutLinks yes = cpu::link_layouts(g, plan.kernels, accepted, [&](int i) {
     asked.push_back(i);
@@ -150,7 +152,7 @@ TEST(LinkVerification, AKernelThatFailsKeepsItsTensorsDense) {
   EXPECT_EQ(asked, std::vector<int>{1});
   EXPECT_TRUE(yes.linked[a] && yes.linked[s] && yes.linked[b]);
 
-  std::vector<std::unique_ptr<cpu::CompiledKernel>> refused = compile_all();
+  std::vector<cpu::CompiledKernel*> refused = compile_all();
   asked.clear();
   cpu::LayoutLinks no = cpu::link_layouts(g, plan.kernels, refused, [&](int i) {
     asked.push_back(i);

@@ -1,5 +1,5 @@
 // Kernel-by-kernel reference execution of a plan.
-#include "reference/run_plan.h"
+#include "plan/run_plan.h"
 
 #include <memory>
 #include <unordered_map>

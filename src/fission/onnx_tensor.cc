@@ -1,5 +1,5 @@
 // TensorProto <-> TensorData, including external-data weights (location/offset/length).
-#include "frontend/onnx_tensor.h"
+#include "fission/onnx_tensor.h"
 
 #include <cstring>
 #include <fstream>

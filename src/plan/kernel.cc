@@ -1,5 +1,5 @@
 // make_kernel: sink, external inputs and structural hash of a primitive set.
-#include "orchestrate/kernel.h"
+#include "plan/kernel.h"
 
 #include <algorithm>
 

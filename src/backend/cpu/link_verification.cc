@@ -1,12 +1,12 @@
 // A Halide kernel's strided (linked) build against its dense build (see link_verification.h).
-#include "runtime/link_verification.h"
+#include "backend/cpu/link_verification.h"
 
 #include <cstring>
 #include <exception>
 #include <vector>
 
-#include "check/test_case.h"
-#include "cost/profiler.h"
+#include "plan/random_inputs.h"
+#include "reference/compare.h"
 #include "util/error.h"
 
 namespace korch {

@@ -1,5 +1,5 @@
 // Plan ordering, validation and JSON (nlohmann-json) serialisation.
-#include "orchestrate/plan.h"
+#include "plan/plan.h"
 
 #include <algorithm>
 #include <fstream>
@@ -60,19 +60,17 @@ void validate_plan_or_throw(const PrimGraph& g, const Plan& plan) {
   if (!problems.empty()) fail("invalid plan: ", problems.front());
 }
 
-const char* const kCodegenVersion = "korch-codegen-15";
-
-std::string codegen_mismatch(const Plan& plan) {
+std::string codegen_mismatch(const Plan& plan, const std::string& codegen) {
   const char* consequence =
       ": some kernels may run with other schedules than korch optimize chose (re-run korch optimize)";
-  if (!plan.codegen.empty() && plan.codegen != kCodegenVersion)
-    return str_cat("the plan names schedule variants of ", plan.codegen, ", this korch generates ", kCodegenVersion,
-                   consequence);
+  if (!plan.codegen.empty() && plan.codegen != codegen)
+    return str_cat("the plan names schedule variants of ", plan.codegen, ", this backend generates ",
+                   codegen.empty() ? "one schedule per kernel" : codegen, consequence);
   if (plan.codegen.empty())
     for (const Kernel& k : plan.kernels)
       if (k.schedule != 0)
         return str_cat("the plan does not say which code generator its schedule variants belong to (written before ",
-                       kCodegenVersion, ")", consequence);
+                       codegen, ")", consequence);
   return "";
 }
 

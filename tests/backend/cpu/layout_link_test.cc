@@ -14,7 +14,7 @@
 
 #include "backend/cpu/compiled_kernel.h"
 #include "check/test_case.h"
-#include "orchestrate/plan.h"
+#include "plan/plan.h"
 #include "reference/reference.h"
 #include "runtime/executor.h"
 
@@ -89,7 +89,7 @@ Chain make_chain(int64_t channels, int64_t size) {
 std::vector<TensorData> run_plan(const Chain& c, const std::vector<TensorData>& inputs, const char* mode, int* linked,
                                  std::string* descriptions) {
   if (*mode) setenv("KORCH_LAYOUT_LINK", mode, 1);
-  Executor exec(c.g, c.plan, 2);
+  Executor exec(make_backend("cpu", BackendOptions{2}), c.g, c.plan);
   unsetenv("KORCH_LAYOUT_LINK");
   exec.set_profiling(true);
   std::vector<TensorData> out = exec.run(inputs);
@@ -159,7 +159,7 @@ TEST(LayoutLink, PaddedBlockedLayoutsGetLargerBuffers) {
   EXPECT_TRUE(cmp.pass) << "max abs " << cmp.max_abs_error << "\n" << desc;
   EXPECT_EQ(std::memcmp(got[0].raw(), plain[0].raw(), plain[0].byte_size()), 0) << desc;
   if (desc.find("nChw16c") != std::string::npos) {
-    Executor exec(c.g, c.plan, 2);
+    Executor exec(make_backend("cpu", BackendOptions{2}), c.g, c.plan);
     int64_t dense = static_cast<int64_t>(channels * 10 * 10 * sizeof(float));
     EXPECT_GT(exec.arena().total_bytes, 4 * dense) << "padded internal buffers";
   }

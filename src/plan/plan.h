@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "orchestrate/kernel.h"
+#include "plan/kernel.h"
 
 namespace korch {
 
@@ -18,18 +18,17 @@ struct Plan {
   // handed from one kernel to the next in the backend's internal layout (layout linking).
   double link_savings_seconds = 0;
   std::string note;  // how the plan was chosen, where more than the BLP decided (plan race)
-  // The kernel code generator whose schedule variants the kernels' `schedule` indices name
-  // (kCodegenVersion when this build made the plan; "" for plan files that do not say).
+  // The backend code generator whose schedule variants the kernels' `schedule` indices name
+  // (Backend::codegen() of the backend that measured the plan; "" for analytic plans and for
+  // plan files that do not say).
   std::string codegen;
   double predicted_seconds() const;  // kernel costs less link_savings_seconds
 };
 
-// This build's kernel code generation. Schedule variant indices (and measured costs, through
-// the profile cache key) belong to one version; a plan made by another may run slower kernels.
-extern const char* const kCodegenVersion;
-// A warning when the plan's schedule variants may not be the ones korch optimize chose: it names
-// another code generator, or none while a kernel has a non-default variant. "" otherwise.
-std::string codegen_mismatch(const Plan& plan);
+// A warning when the plan's schedule variants may not be the ones korch optimize chose for a
+// backend whose code generator is `codegen` (Backend::codegen()): the plan names another one, or
+// none while a kernel has a non-default variant. "" otherwise.
+std::string codegen_mismatch(const Plan& plan, const std::string& codegen);
 
 // Orders kernels topologically (by output primitive) and drops exact duplicates.
 void sort_plan(const PrimGraph& g, Plan& plan);

@@ -1,0 +1,27 @@
+// The table of kernel cases every backend is checked on, in the spirit of ggml's test-backend-ops:
+// each case builds a small graph whose primitives form ONE kernel (every primitive kind alone, and
+// fused shapes: epilogues, reductions with broadcasts, layouts, windows, concats; linear
+// primitives with their epilogues). tests/backend/conformance_test.cc runs the whole table on
+// every registered backend against the reference executor; backend-specific tests add what only
+// their code generator has.
+#pragma once
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "ir/prim_graph.h"
+
+namespace korch {
+
+struct KernelCase {
+  std::string name;
+  std::function<PrimGraph()> build;  // the whole graph is one kernel
+};
+
+// Kernels without a Linear primitive (a name tagged "(... variant)" says which schedule variant
+// the CPU backend must offer for it).
+std::vector<KernelCase> memory_bound_kernel_cases();
+// Kernels with one Linear primitive (MatMul, Conv, ConvTranspose) and an elementwise epilogue.
+std::vector<KernelCase> linear_kernel_cases();
+
+}  // namespace korch
