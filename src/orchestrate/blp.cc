@@ -216,162 +216,195 @@ double selection_cost(const SelectionProblem& problem, const std::vector<int>& c
   return cost;
 }
 
-SelectionResult solve_selection_blp(const SelectionProblem& problem, const std::vector<int>& warm_start,
-                                    double time_limit_seconds) {
-  auto start = std::chrono::steady_clock::now();
-  int n = static_cast<int>(problem.candidates.size());
-  std::vector<std::vector<int>> producers(problem.num_tensors), coverers(problem.num_prims);
-  for (int k = 0; k < n; ++k) {
-    producers[problem.candidates[k].output].push_back(k);
-    for (int p : problem.candidates[k].covers) coverers[p].push_back(k);
-  }
-  for (int t : problem.required)
-    if (producers[t].empty()) fail("BLP: required tensor ", t, " has no candidate producing it");
+namespace {
 
-  Cbc_Model* model = Cbc_newModel();
-  Cbc_setLogLevel(model, 0);
-  Cbc_setParameter(model, "threads", "1");
-  Cbc_setMaximumSeconds(model, time_limit_seconds);
-  Cbc_setAllowableGap(model, 0.0);
-  Cbc_setParameter(model, "ratioGap", "0");
-  // Zero-half cuts at every node took most of the time on YOLOX-nano's 478-candidate partitions
-  // (15.7 s -> 3.4 s without them, same optimum).
-  Cbc_setParameter(model, "zeroHalfCuts", "off");
-  // Costs are seconds (1e-7 .. 1e-2 for one kernel): CBC's absolute tolerances (1e-7 on reduced
-  // costs) are as large as the smallest ones, and a solve reported optimal came out 1.2% above
-  // the true optimum. The objective is scaled so that the dearest candidate costs 1000.
-  double largest = 0;
-  for (const auto& c : problem.candidates) largest = std::max(largest, std::abs(c.cost));
-  const double scale = largest > 0 ? 1000.0 / largest : 1.0;
-  for (int k = 0; k < n; ++k)
-    Cbc_addCol(model, "", 0.0, 1.0, problem.candidates[k].cost * scale, 1, 0, nullptr, nullptr);
-  std::vector<int> idx;
-  std::vector<double> val;
-  for (int t : problem.required) {
-    idx = producers[t];
-    val.assign(idx.size(), 1.0);
-    Cbc_addRow(model, "", static_cast<int>(idx.size()), idx.data(), val.data(), 'G', 1.0);
-  }
-  for (int k = 0; k < n; ++k) {
-    const auto& c = problem.candidates[k];
-    std::vector<int> needs = c.needs;
-    std::sort(needs.begin(), needs.end());
-    needs.erase(std::unique(needs.begin(), needs.end()), needs.end());
-    for (int t : needs) {
-      idx = producers[t];
-      val.assign(idx.size(), 1.0);
-      idx.push_back(k);
-      val.push_back(-1.0);
-      if (producers[t].empty()) {  // an input nobody can produce: the candidate is unusable
-        idx = {k};
-        val = {1.0};
-        Cbc_addRow(model, "", 1, idx.data(), val.data(), 'L', 0.0);
-        continue;
+// The BLP of a SelectionProblem as a CBC model, built one family of columns and rows at a time
+// (in this order: x_k, required outputs, inputs, covering, z_k, y_k, w_kt; CBC's path depends on it).
+class BlpModel {
+ public:
+  BlpModel(const SelectionProblem& problem, double time_limit_seconds)
+      : problem_(problem),
+        n_(static_cast<int>(problem.candidates.size())),
+        producers_(problem.num_tensors),
+        coverers_(problem.num_prims),
+        model_(Cbc_newModel()) {
+    for (int k = 0; k < n_; ++k) {
+      producers_[problem.candidates[k].output].push_back(k);
+      for (int p : problem.candidates[k].covers) coverers_[p].push_back(k);
+    }
+    for (int t : problem.required)
+      if (producers_[t].empty()) {
+        Cbc_deleteModel(model_);
+        fail("BLP: required tensor ", t, " has no candidate producing it");
       }
-      Cbc_addRow(model, "", static_cast<int>(idx.size()), idx.data(), val.data(), 'G', 0.0);
+    Cbc_setLogLevel(model_, 0);
+    Cbc_setParameter(model_, "threads", "1");
+    Cbc_setMaximumSeconds(model_, time_limit_seconds);
+    Cbc_setAllowableGap(model_, 0.0);
+    Cbc_setParameter(model_, "ratioGap", "0");
+    // Zero-half cuts at every node took most of the time on YOLOX-nano's 478-candidate partitions
+    // (15.7 s -> 3.4 s without them, same optimum).
+    Cbc_setParameter(model_, "zeroHalfCuts", "off");
+    // Costs are seconds (1e-7 .. 1e-2 for one kernel): CBC's absolute tolerances (1e-7 on reduced
+    // costs) are as large as the smallest ones, and a solve reported optimal came out 1.2% above
+    // the true optimum. The objective is scaled so that the dearest candidate costs 1000.
+    double largest = 0;
+    for (const auto& c : problem.candidates) largest = std::max(largest, std::abs(c.cost));
+    scale_ = largest > 0 ? 1000.0 / largest : 1.0;
+  }
+  ~BlpModel() {
+    if (model_) Cbc_deleteModel(model_);
+  }
+  BlpModel(const BlpModel&) = delete;
+  BlpModel& operator=(const BlpModel&) = delete;
+
+  double scale() const { return scale_; }
+
+  // x_k: candidate k is chosen.
+  void add_kernel_columns() {
+    for (int k = 0; k < n_; ++k)
+      Cbc_addCol(model_, "", 0.0, 1.0, problem_.candidates[k].cost * scale_, 1, 0, nullptr, nullptr);
+    num_cols_ = n_;
+  }
+  // Every required tensor has a producer: sum of its producers' x >= 1.
+  void add_required_rows() {
+    for (int t : problem_.required) row_at_least(producers_[t], 1.0);
+  }
+  // A chosen kernel's inputs are produced: sum of producers' x - x_k >= 0 (x_k = 0 when nobody can).
+  void add_input_rows() {
+    for (int k = 0; k < n_; ++k) {
+      std::vector<int> needs = problem_.candidates[k].needs;
+      std::sort(needs.begin(), needs.end());
+      needs.erase(std::unique(needs.begin(), needs.end()), needs.end());
+      for (int t : needs) {
+        if (producers_[t].empty()) {  // an input nobody can produce: the candidate is unusable
+          row({k}, {1.0}, 'L', 0.0);
+          continue;
+        }
+        std::vector<int> idx = producers_[t];
+        std::vector<double> val(idx.size(), 1.0);
+        idx.push_back(k);
+        val.push_back(-1.0);
+        row(idx, val, 'G', 0.0);
+      }
     }
   }
-  for (int p = 0; p < problem.num_prims; ++p) {
-    if (coverers[p].empty()) continue;
-    idx = coverers[p];
-    val.assign(idx.size(), 1.0);
-    Cbc_addRow(model, "", static_cast<int>(idx.size()), idx.data(), val.data(), 'G', 1.0);
+  // Every primitive is computed by some chosen kernel (recomputation allowed).
+  void add_cover_rows() {
+    for (int p = 0; p < problem_.num_prims; ++p)
+      if (!coverers_[p].empty()) row_at_least(coverers_[p], 1.0);
   }
-  // Layout links: z_k (output kept in the internal layout) and w_kt (input t read in it).
-  int num_cols = n;
-  std::vector<char> is_required(problem.num_tensors, 0);
-  for (int t : problem.required) is_required[t] = 1;
-  std::vector<std::vector<int>> readers(problem.num_tensors);
-  for (int k = 0; k < n; ++k)
-    for (int t : problem.candidates[k].needs) readers[t].push_back(k);
-  std::vector<std::vector<int>> link_columns(problem.num_tensors);  // z columns of t's producers
-  std::vector<int> z_of(n, -1);
-  for (int k = 0; k < n; ++k) {
-    const auto& c = problem.candidates[k];
-    if (c.output_link_saving < 0 || is_required[c.output]) continue;
-    int z = num_cols++;
-    z_of[k] = z;
-    Cbc_addCol(model, "", 0.0, 1.0, -c.output_link_saving * scale, 0, 0, nullptr, nullptr);
-    link_columns[c.output].push_back(z);
-    idx = {z, k};
-    val = {1.0, -1.0};
-    Cbc_addRow(model, "", 2, idx.data(), val.data(), 'L', 0.0);
-    for (int h : readers[c.output]) {
-      if (reads_linked(problem.candidates[h], c.output)) continue;
-      idx = {z, h};
-      val = {1.0, 1.0};
-      Cbc_addRow(model, "", 2, idx.data(), val.data(), 'L', 1.0);
+  // z_k: k's output kept in the internal layout (k chosen, every reader of it reads it linked).
+  void add_output_links() {
+    std::vector<char> is_required(problem_.num_tensors, 0);
+    for (int t : problem_.required) is_required[t] = 1;
+    std::vector<std::vector<int>> readers(problem_.num_tensors);
+    for (int k = 0; k < n_; ++k)
+      for (int t : problem_.candidates[k].needs) readers[t].push_back(k);
+    link_columns_.assign(problem_.num_tensors, {});
+    z_of_.assign(n_, -1);
+    for (int k = 0; k < n_; ++k) {
+      const auto& c = problem_.candidates[k];
+      if (c.output_link_saving < 0 || is_required[c.output]) continue;
+      int z = column(-c.output_link_saving * scale_);
+      z_of_[k] = z;
+      link_columns_[c.output].push_back(z);
+      row({z, k}, {1.0, -1.0}, 'L', 0.0);
+      for (int h : readers[c.output])
+        if (!reads_linked(problem_.candidates[h], c.output)) row({z, h}, {1.0, 1.0}, 'L', 1.0);
     }
   }
   // y_k of the links_together kernels: all of k's links or none.
-  std::vector<int> y_of(n, -1);
-  for (int k = 0; k < n; ++k) {
-    const auto& c = problem.candidates[k];
-    if (!c.links_together || (c.output_link_saving < 0 && c.input_link_savings.empty())) continue;
-    int y = num_cols++;
-    y_of[k] = y;
-    Cbc_addCol(model, "", 0.0, 1.0, 0.0, 0, 0, nullptr, nullptr);
-    idx = {y, k};
-    val = {1.0, -1.0};
-    Cbc_addRow(model, "", 2, idx.data(), val.data(), 'L', 0.0);  // y_k <= x_k
-    if (c.output_link_saving >= 0) {
-      idx = {y};
-      val = {1.0};
-      if (z_of[k] >= 0) {  // z_k = y_k
-        idx.push_back(z_of[k]);
-        val.push_back(-1.0);
-        Cbc_addRow(model, "", 2, idx.data(), val.data(), 'E', 0.0);
-      } else {  // a required output stays dense, and so do k's inputs
-        Cbc_addRow(model, "", 1, idx.data(), val.data(), 'L', 0.0);
+  void add_links_together() {
+    y_of_.assign(n_, -1);
+    for (int k = 0; k < n_; ++k) {
+      const auto& c = problem_.candidates[k];
+      if (!c.links_together || (c.output_link_saving < 0 && c.input_link_savings.empty())) continue;
+      int y = column(0.0);
+      y_of_[k] = y;
+      row({y, k}, {1.0, -1.0}, 'L', 0.0);  // y_k <= x_k
+      if (c.output_link_saving >= 0) {
+        if (z_of_[k] >= 0)
+          row({y, z_of_[k]}, {1.0, -1.0}, 'E', 0.0);  // z_k = y_k
+        else
+          row({y}, {1.0}, 'L', 0.0);  // a required output stays dense, and so do k's inputs
       }
-    }
-    for (auto [t, saving] : c.input_link_savings) {
-      idx = {y};
-      val = {1.0};
-      for (int z : link_columns[t]) {
-        idx.push_back(z);
-        val.push_back(-1.0);
+      for (auto [t, saving] : c.input_link_savings) {
+        std::vector<int> idx = {y};
+        std::vector<double> val = {1.0};
+        for (int z : link_columns_[t]) {
+          idx.push_back(z);
+          val.push_back(-1.0);
+        }
+        row(idx, val, 'L', 0.0);  // y_k <= L_t
+        if (link_columns_[t].empty()) continue;
+        for (double& v : val) v = -v;
+        idx.push_back(k);
+        val.push_back(1.0);
+        row(idx, val, 'L', 1.0);  // L_t - y_k + x_k <= 1
       }
-      Cbc_addRow(model, "", static_cast<int>(idx.size()), idx.data(), val.data(), 'L', 0.0);  // y_k <= L_t
-      if (link_columns[t].empty()) continue;
-      for (double& v : val) v = -v;
-      idx.push_back(k);
-      val.push_back(1.0);
-      Cbc_addRow(model, "", static_cast<int>(idx.size()), idx.data(), val.data(), 'L', 1.0);  // L_t - y_k + x_k <= 1
     }
   }
-  for (int k = 0; k < n; ++k)
-    for (auto [t, saving] : problem.candidates[k].input_link_savings) {
-      if (link_columns[t].empty() || saving <= 0) continue;
-      int w = num_cols++;
-      Cbc_addCol(model, "", 0.0, 1.0, -saving * scale, 0, 0, nullptr, nullptr);
-      idx = {w, k};
-      val = {1.0, -1.0};
-      Cbc_addRow(model, "", 2, idx.data(), val.data(), 'L', 0.0);
-      if (y_of[k] >= 0) {  // w_kt <= y_k
-        idx = {w, y_of[k]};
-        Cbc_addRow(model, "", 2, idx.data(), val.data(), 'L', 0.0);
+  // w_kt: input t of k read in the internal layout (k chosen, and t kept in it by its producer).
+  void add_input_links() {
+    for (int k = 0; k < n_; ++k)
+      for (auto [t, saving] : problem_.candidates[k].input_link_savings) {
+        if (link_columns_[t].empty() || saving <= 0) continue;
+        int w = column(-saving * scale_);
+        row({w, k}, {1.0, -1.0}, 'L', 0.0);
+        if (y_of_[k] >= 0) row({w, y_of_[k]}, {1.0, -1.0}, 'L', 0.0);  // w_kt <= y_k
+        std::vector<int> idx = {w};
+        std::vector<double> val = {1.0};
+        for (int z : link_columns_[t]) {
+          idx.push_back(z);
+          val.push_back(-1.0);
+        }
+        row(idx, val, 'L', 0.0);
       }
-      idx = {w};
-      val = {1.0};
-      for (int z : link_columns[t]) {
-        idx.push_back(z);
-        val.push_back(-1.0);
-      }
-      Cbc_addRow(model, "", static_cast<int>(idx.size()), idx.data(), val.data(), 'L', 0.0);
-    }
-  if (!warm_start.empty() && selection_is_feasible(problem, warm_start)) {
-    std::vector<int> cols(n);
-    std::vector<double> values(n, 0.0);
-    for (int k = 0; k < n; ++k) cols[k] = k;
+  }
+  void set_warm_start(const std::vector<int>& warm_start) {
+    if (warm_start.empty() || !selection_is_feasible(problem_, warm_start)) return;
+    std::vector<int> cols(n_);
+    std::vector<double> values(n_, 0.0);
+    for (int k = 0; k < n_; ++k) cols[k] = k;
     for (int k : warm_start) values[k] = 1.0;
-    Cbc_setMIPStartI(model, n, cols.data(), values.data());
+    Cbc_setMIPStartI(model_, n_, cols.data(), values.data());
   }
-  std::string crash;
-  bool died = false;
-  std::optional<CbcOutcome> outcome = solve_in_child(model, n, &crash, &died);
-  if (died) crash += keep_problem_for_report(model);
-  Cbc_deleteModel(model);
+  // Solves in a child process (solve_in_child); `crash` says why when it died.
+  std::optional<CbcOutcome> solve(std::string* crash) {
+    bool died = false;
+    std::optional<CbcOutcome> outcome = solve_in_child(model_, n_, crash, &died);
+    if (died) *crash += keep_problem_for_report(model_);
+    return outcome;
+  }
+
+ private:
+  int column(double objective) {
+    Cbc_addCol(model_, "", 0.0, 1.0, objective, 0, 0, nullptr, nullptr);
+    return num_cols_++;
+  }
+  void row(std::vector<int> idx, std::vector<double> val, char sense, double rhs) {
+    Cbc_addRow(model_, "", static_cast<int>(idx.size()), idx.data(), val.data(), sense, rhs);
+  }
+  void row_at_least(const std::vector<int>& idx, double rhs) {
+    row(idx, std::vector<double>(idx.size(), 1.0), 'G', rhs);
+  }
+
+  const SelectionProblem& problem_;
+  int n_;
+  std::vector<std::vector<int>> producers_, coverers_;
+  Cbc_Model* model_;
+  double scale_ = 1.0;
+  int num_cols_ = 0;
+  std::vector<std::vector<int>> link_columns_;  // z columns of each tensor's producers
+  std::vector<int> z_of_, y_of_;
+};
+
+// The selection CBC found (or the warm start where it found none), pruned, never worse than the
+// warm start, with its status.
+SelectionResult selection_from(const SelectionProblem& problem, const std::vector<int>& warm_start,
+                               const std::optional<CbcOutcome>& outcome, const std::string& crash, double scale,
+                               double time_limit_seconds) {
   SelectionResult result;
   std::vector<int> chosen;
   if (outcome && outcome->has_solution) chosen = outcome->chosen;
@@ -405,6 +438,26 @@ SelectionResult solve_selection_blp(const SelectionProblem& problem, const std::
     double gap = result.cost > 0 ? std::max(0.0, (result.cost - result.lower_bound) / result.cost) : 0;
     result.status = str_cat("time limit, gap ", std::round(gap * 10000) / 100, "%");
   }
+  return result;
+}
+
+}  // namespace
+
+SelectionResult solve_selection_blp(const SelectionProblem& problem, const std::vector<int>& warm_start,
+                                    double time_limit_seconds) {
+  auto start = std::chrono::steady_clock::now();
+  BlpModel blp(problem, time_limit_seconds);
+  blp.add_kernel_columns();
+  blp.add_required_rows();
+  blp.add_input_rows();
+  blp.add_cover_rows();
+  blp.add_output_links();
+  blp.add_links_together();
+  blp.add_input_links();
+  blp.set_warm_start(warm_start);
+  std::string crash;
+  std::optional<CbcOutcome> outcome = blp.solve(&crash);
+  SelectionResult result = selection_from(problem, warm_start, outcome, crash, blp.scale(), time_limit_seconds);
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;
 }

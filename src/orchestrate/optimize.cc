@@ -282,40 +282,246 @@ SelectionProblem selection_problem(const PrimGraph& g, const Partition& part, co
   return problem;
 }
 
+namespace {
+
+// The baseline kernels of every partition (a kernel spanning partitions is left out).
+struct PartitionBaselines {
+  std::vector<Kernel> greedy, per_op, per_primitive;
+};
+
+std::vector<PartitionBaselines> baselines_by_partition(const PrimGraph& g, const std::vector<Partition>& parts,
+                                                       const OptimizeResult& result) {
+  std::vector<int> part_of(g.num_prims(), -1);
+  for (size_t i = 0; i < parts.size(); ++i)
+    for (PrimId p : parts[i].prims) part_of[p] = static_cast<int>(i);
+  std::vector<PartitionBaselines> out(parts.size());
+  auto split = [&](const std::vector<Kernel>& kernels, std::vector<Kernel> PartitionBaselines::*field) {
+    for (const Kernel& k : kernels) {
+      int pi = part_of[k.prims.front()];
+      if (part_of[k.prims.back()] == pi) (out[pi].*field).push_back(k);
+    }
+  };
+  split(result.greedy.kernels, &PartitionBaselines::greedy);
+  split(result.per_op.kernels, &PartitionBaselines::per_op);
+  split(result.per_primitive.kernels, &PartitionBaselines::per_primitive);
+  return out;
+}
+
+// The primitive sets chosen for an identical earlier partition, moved to this one's position.
+std::vector<std::vector<PrimId>> moved_sets(const std::vector<std::vector<PrimId>>& sets, PrimId offset) {
+  std::vector<std::vector<PrimId>> out;
+  for (const auto& s : sets) {
+    std::vector<PrimId> moved;
+    for (PrimId p : s) moved.push_back(p + offset);
+    out.push_back(std::move(moved));
+  }
+  return out;
+}
+
+// A partition's candidates: the enumerated kernels, then the baseline kernels not among them
+// (so that the warm start is expressible and the optimum is never worse than a baseline), all
+// priced. warm: the greedy kernels' indices.
+std::vector<Kernel> partition_candidates(const PrimGraph& g, const Partition& part, const OptimizeOptions& options,
+                                         const PartitionBaselines& baselines, PricedCache& prices,
+                                         std::vector<int>* warm, int* num_enumerated) {
+  std::vector<Kernel> cands = enumerate_candidates(g, part, options.candidates);
+  *num_enumerated = static_cast<int>(cands.size());
+  std::set<std::vector<PrimId>> have;
+  for (const Kernel& k : cands) have.insert(k.prims);
+  auto add = [&](const Kernel& k, bool is_warm) {
+    if (have.insert(k.prims).second) cands.push_back(k);
+    if (is_warm)
+      for (size_t i = 0; i < cands.size(); ++i)
+        if (cands[i].prims == k.prims) warm->push_back(static_cast<int>(i));
+  };
+  for (const Kernel& k : baselines.greedy) add(k, true);
+  for (const Kernel& k : baselines.per_op) add(k, false);
+  for (const Kernel& k : baselines.per_primitive) add(k, false);
+  for (Kernel& k : cands) prices.price(k);
+  return cands;
+}
+
+// The candidates still in play, as one BLP, with the warm start: the cheaper of last round's
+// choice and the greedy kernels. active_index maps the problem's candidates back to cands.
+SelectionProblem active_problem(const PrimGraph& g, const Partition& part, std::vector<Kernel>& cands,
+                                const std::vector<char>& dropped, const std::vector<int>& warm,
+                                const std::vector<int>& previous, PricedCache& prices, std::vector<int>* active_index,
+                                std::vector<int>* start) {
+  std::vector<Kernel> active;
+  std::vector<std::vector<double>> active_links;
+  std::vector<int> active_warm, active_previous;
+  for (size_t i = 0; i < cands.size(); ++i) {
+    if (dropped[i]) continue;
+    prices.price(cands[i]);
+    if (std::find(warm.begin(), warm.end(), static_cast<int>(i)) != warm.end())
+      active_warm.push_back(static_cast<int>(active.size()));
+    if (std::find(previous.begin(), previous.end(), static_cast<int>(i)) != previous.end())
+      active_previous.push_back(static_cast<int>(active.size()));
+    active_index->push_back(static_cast<int>(i));
+    active.push_back(cands[i]);
+    active_links.push_back(prices.link_savings(cands[i]));
+  }
+  SelectionProblem problem = selection_problem(g, part, active, &active_links);
+  auto cost_of = [&](const std::vector<int>& ks) { return selection_cost(problem, ks); };
+  *start = active_warm;
+  if (!active_previous.empty() && selection_is_feasible(problem, active_previous) &&
+      (!selection_is_feasible(problem, active_warm) || cost_of(active_previous) < cost_of(active_warm)))
+    *start = active_previous;
+  return problem;
+}
+
+// Measures the chosen kernels not measured yet and, per new output, the cheapest-looking few of
+// its rivals (the kernels that would replace one found dearer than its estimate are mostly its
+// rivals for the same output: fewer rounds, each of which is a BLP solve); a kernel that cannot
+// be built or verified is dropped. Returns whether every chosen kernel was measured already.
+bool measure_choice(const std::vector<int>& chosen, std::vector<Kernel>& cands, std::vector<char>& dropped,
+                    PricedCache& prices, const OptimizeOptions& options) {
+  bool all_measured = true;
+  std::vector<TensorId> new_outputs;
+  for (int k : chosen) {
+    if (prices.is_measured(cands[k])) continue;
+    all_measured = false;
+    new_outputs.push_back(cands[k].output);
+    if (!prices.measure(cands[k], cands[k].prims.size() == 1)) dropped[k] = 1;
+  }
+  for (TensorId out : new_outputs) {
+    std::vector<int> rivals;
+    for (size_t i = 0; i < cands.size(); ++i)
+      if (!dropped[i] && cands[i].output == out && !prices.is_measured(cands[i])) rivals.push_back(static_cast<int>(i));
+    std::sort(rivals.begin(), rivals.end(), [&](int a, int b) { return cands[a].cost < cands[b].cost; });
+    if (rivals.size() > static_cast<size_t>(options.rivals_per_round)) rivals.resize(options.rivals_per_round);
+    for (int k : rivals)
+      if (!prices.measure(cands[k], cands[k].prims.size() == 1)) dropped[k] = 1;
+  }
+  for (size_t i = 0; i < cands.size(); ++i)
+    if (!dropped[i] && prices.is_measured(cands[i]) && !prices.measure(cands[i], cands[i].prims.size() == 1))
+      dropped[i] = 1;
+  return all_measured;
+}
+
+struct PartitionChoice {
+  SelectionResult selection;  // chosen: indices into the candidates
+  bool capped = false;        // profiling stopped at max_profiling_rounds
+};
+
+// Solves a partition's BLP. Without a measurer, once. With one (lazy profiling): solve, measure
+// what the optimum uses, drop what cannot be built, re-solve, until the optimum is made of
+// measured kernels only; rounds that only guide what to measure stop their solve early, and the
+// last one is solved in full.
+PartitionChoice choose_kernels(const PrimGraph& g, const Partition& part, std::vector<Kernel>& cands,
+                               const std::vector<int>& warm, PricedCache& prices, const OptimizeOptions& options,
+                               OptimizeResult& result, PartitionReport& report) {
+  std::vector<char> dropped(cands.size(), 0);
+  if (prices.measuring())
+    for (size_t i = 0; i < cands.size(); ++i)
+      if (cands[i].prims.size() > 1 && !prices.implementable(cands[i])) dropped[i] = 1;
+  if (prices.measuring())
+    for (size_t i = 0; i < cands.size(); ++i)
+      if (!dropped[i]) prices.take_cached(cands[i]);
+  PartitionChoice choice;
+  SelectionResult& sel = choice.selection;
+  int profiling_rounds = 0;
+  std::vector<int> previous;  // last round's choice (candidate indices)
+  bool full_solve = !prices.measuring();
+  while (true) {
+    std::vector<int> active_index, start;
+    SelectionProblem problem = active_problem(g, part, cands, dropped, warm, previous, prices, &active_index, &start);
+    sel = solve_selection_blp(
+        problem, start,
+        full_solve ? options.solver_time_limit : std::min(options.solver_time_limit, options.guide_solve_time_limit));
+    ++result.solve_rounds;
+    report.solver_seconds += sel.seconds;
+    result.solver_seconds += sel.seconds;
+    for (int& k : sel.chosen) k = active_index[k];
+    previous = sel.chosen;
+    if (!prices.measuring()) break;
+    if (measure_choice(sel.chosen, cands, dropped, prices, options)) {
+      if (full_solve || sel.proven_optimal) break;
+      full_solve = true;  // stopped early on measured kernels only: solve this round in full
+      continue;
+    }
+    full_solve = false;
+    if (++profiling_rounds >= options.max_profiling_rounds && !choice.capped) {
+      choice.capped = true;
+      for (size_t i = 0; i < cands.size(); ++i)
+        if (!prices.is_measured(cands[i])) dropped[i] = 1;
+    }
+  }
+  return choice;
+}
+
+// Enumerates, prices and solves one partition; stores the solution with the measurer.
+std::vector<std::vector<PrimId>> solve_partition(const PrimGraph& g, const Partition& part,
+                                                 const PartitionBaselines& baselines, PricedCache& prices,
+                                                 const OptimizeOptions& options, OptimizeResult& result,
+                                                 PartitionReport& report) {
+  std::vector<int> warm;
+  std::vector<Kernel> cands = partition_candidates(g, part, options, baselines, prices, &warm, &report.num_candidates);
+  result.num_candidates += report.num_candidates;
+  ++result.num_unique_partitions;
+  PartitionChoice choice = choose_kernels(g, part, cands, warm, prices, options, result, report);
+  const SelectionResult& sel = choice.selection;
+  report.status = sel.status;
+  if (choice.capped)
+    report.status = str_cat(sel.status, " over the measured kernels (profiling capped after ",
+                            options.max_profiling_rounds, " rounds)");
+  // Optimal over the measured kernels only is not proven optimal.
+  result.all_optimal = result.all_optimal && sel.proven_optimal && !choice.capped;
+  std::vector<std::vector<PrimId>> sets;
+  for (int k : sel.chosen) sets.push_back(cands[k].prims);
+  if (prices.measuring()) {
+    KernelMeasurer::StoredSolution solution;
+    solution.proven_optimal = sel.proven_optimal && !choice.capped;
+    for (const auto& set : sets) {
+      solution.sets.emplace_back();
+      for (PrimId p : set) solution.sets.back().push_back(p - part.prims.front());
+    }
+    options.measurer->store_solution(solution_key(part, options), solution);
+  }
+  return sets;
+}
+
+// A warm run: the cold run's choice for this partition when it is still valid and still priced
+// by measurements (stored_sets); nullopt otherwise.
+std::optional<std::vector<std::vector<PrimId>>> take_stored_solution(const PrimGraph& g, const Partition& part,
+                                                                     PricedCache& prices,
+                                                                     const OptimizeOptions& options,
+                                                                     OptimizeResult& result, PartitionReport& report) {
+  if (!options.measurer) return std::nullopt;
+  std::optional<KernelMeasurer::StoredSolution> stored = options.measurer->stored_solution(solution_key(part, options));
+  if (!stored) return std::nullopt;
+  std::optional<std::vector<std::vector<PrimId>>> sets = stored_sets(g, part, *stored, prices);
+  if (!sets) return std::nullopt;
+  ++result.num_unique_partitions;
+  ++result.num_stored_solutions;
+  report.status =
+      stored->proven_optimal ? "optimal (stored solution)" : "stored solution (not proven optimal when it was solved)";
+  result.all_optimal = result.all_optimal && stored->proven_optimal;
+  return sets;
+}
+
+}  // namespace
+
 OptimizeResult optimize(const PrimGraph& g, CostModel& cost, const OptimizeOptions& options) {
   auto start = Clock::now();
   OptimizeResult result;
   PricedCache prices(g, cost, options.measurer);
   std::string cost_name = options.measurer ? options.measurer->name() : cost.name();
 
-  std::vector<Kernel> greedy = kernels_from_groups(g, greedy_groups(g));
-  std::vector<Kernel> per_op = kernels_from_groups(g, per_op_groups(g));
-  std::vector<Kernel> per_prim = kernels_from_groups(g, per_primitive_groups(g));
-  result.greedy = make_plan(g, "greedy", greedy, prices, cost_name);
-  result.per_op = make_plan(g, "per-op", per_op, prices, cost_name);
-  result.per_primitive = make_plan(g, "per-primitive", per_prim, prices, cost_name);
+  // 1. Baselines under the same prices.
+  result.greedy = make_plan(g, "greedy", kernels_from_groups(g, greedy_groups(g)), prices, cost_name);
+  result.per_op = make_plan(g, "per-op", kernels_from_groups(g, per_op_groups(g)), prices, cost_name);
+  result.per_primitive =
+      make_plan(g, "per-primitive", kernels_from_groups(g, per_primitive_groups(g)), prices, cost_name);
 
+  // 2. Partitions that never split a baseline kernel.
   PartitionOptions popts = options.partition;
   popts.max_prims = std::min(popts.max_prims, kMaxPartitionPrims);
   popts.protected_boundaries = protected_boundaries(g, {&result.greedy.kernels, &result.per_op.kernels});
   std::vector<Partition> parts = partition_graph(g, popts);
+  std::vector<PartitionBaselines> baselines = baselines_by_partition(g, parts, result);
 
-  std::vector<int> part_of(g.num_prims(), -1);
-  for (size_t i = 0; i < parts.size(); ++i)
-    for (PrimId p : parts[i].prims) part_of[p] = static_cast<int>(i);
-  // Baseline kernels by partition (a kernel spanning partitions is split by its partition).
-  auto by_partition = [&](const std::vector<Kernel>& kernels) {
-    std::vector<std::vector<Kernel>> out(parts.size());
-    for (const Kernel& k : kernels) {
-      int pi = part_of[k.prims.front()];
-      if (part_of[k.prims.back()] == pi) out[pi].push_back(k);
-    }
-    return out;
-  };
-  auto greedy_by_part = by_partition(result.greedy.kernels);
-  auto per_op_by_part = by_partition(result.per_op.kernels);
-  auto per_prim_by_part = by_partition(result.per_primitive.kernels);
-
+  // 3. Each partition: an identical one's solution, a stored one, or a solve.
   std::map<uint64_t, int> solved;                                           // partition hash -> partition index solved
   std::vector<std::vector<std::vector<PrimId>>> chosen_sets(parts.size());  // prim sets per partition
   Plan korch;
@@ -328,146 +534,16 @@ OptimizeResult optimize(const PrimGraph& g, CostModel& cost, const OptimizeOptio
     report.num_prims = static_cast<int>(part.prims.size());
     auto same = solved.find(part.hash);
     std::vector<std::vector<PrimId>> sets;
-    std::optional<std::vector<std::vector<PrimId>>> stored_choice;
     if (same != solved.end() && parts[same->second].prims.size() == part.prims.size()) {
       report.same_as = same->second;
-      PrimId offset = part.prims.front() - parts[same->second].prims.front();
-      for (const auto& s : chosen_sets[same->second]) {
-        std::vector<PrimId> moved;
-        for (PrimId p : s) moved.push_back(p + offset);
-        sets.push_back(std::move(moved));
-      }
+      sets = moved_sets(chosen_sets[same->second], part.prims.front() - parts[same->second].prims.front());
       report.status = "reused";
-    } else if (std::optional<KernelMeasurer::StoredSolution> stored =
-                   options.measurer ? options.measurer->stored_solution(solution_key(part, options)) : std::nullopt;
-               stored && (stored_choice = stored_sets(g, part, *stored, prices))) {
-      // A warm run: the cold run's choice for this partition, still valid and still priced.
-      sets = std::move(*stored_choice);
-      ++result.num_unique_partitions;
-      ++result.num_stored_solutions;
-      report.status = stored->proven_optimal ? "optimal (stored solution)"
-                                             : "stored solution (not proven optimal when it was solved)";
-      result.all_optimal = result.all_optimal && stored->proven_optimal;
+    } else if (auto stored = take_stored_solution(g, part, prices, options, result, report)) {
+      sets = std::move(*stored);
       solved.emplace(part.hash, static_cast<int>(pi));
     } else {
-      std::vector<Kernel> cands = enumerate_candidates(g, part, options.candidates);
-      report.num_candidates = static_cast<int>(cands.size());
-      result.num_candidates += report.num_candidates;
-      ++result.num_unique_partitions;
-      // Baseline kernels join the candidates (so the warm start is expressible and the
-      // optimum is never worse than a baseline), deduplicated by primitive set.
-      std::set<std::vector<PrimId>> have;
-      for (const Kernel& k : cands) have.insert(k.prims);
-      std::vector<int> warm;
-      auto add = [&](const Kernel& k, bool is_warm) {
-        if (have.insert(k.prims).second) cands.push_back(k);
-        if (is_warm)
-          for (size_t i = 0; i < cands.size(); ++i)
-            if (cands[i].prims == k.prims) warm.push_back(static_cast<int>(i));
-      };
-      for (const Kernel& k : greedy_by_part[pi]) add(k, true);
-      for (const Kernel& k : per_op_by_part[pi]) add(k, false);
-      for (const Kernel& k : per_prim_by_part[pi]) add(k, false);
-      for (Kernel& k : cands) prices.price(k);
-
-      // Lazy profiling: solve, measure what the optimum uses, drop what cannot be built,
-      // re-solve until the optimum is made of measured kernels only.
-      std::vector<char> dropped(cands.size(), 0);
-      if (prices.measuring())
-        for (size_t i = 0; i < cands.size(); ++i)
-          if (cands[i].prims.size() > 1 && !prices.implementable(cands[i])) dropped[i] = 1;
-      if (prices.measuring())
-        for (size_t i = 0; i < cands.size(); ++i)
-          if (!dropped[i]) prices.take_cached(cands[i]);
-      SelectionResult sel;
-      int profiling_rounds = 0;
-      bool capped = false;
-      std::vector<int> previous;  // last round's choice (candidate indices)
-      bool full_solve = !prices.measuring();
-      while (true) {
-        std::vector<Kernel> active;
-        std::vector<std::vector<double>> active_links;
-        std::vector<int> active_index, active_warm, active_previous;
-        for (size_t i = 0; i < cands.size(); ++i) {
-          if (dropped[i]) continue;
-          prices.price(cands[i]);
-          if (std::find(warm.begin(), warm.end(), static_cast<int>(i)) != warm.end())
-            active_warm.push_back(static_cast<int>(active.size()));
-          if (std::find(previous.begin(), previous.end(), static_cast<int>(i)) != previous.end())
-            active_previous.push_back(static_cast<int>(active.size()));
-          active_index.push_back(static_cast<int>(i));
-          active.push_back(cands[i]);
-          active_links.push_back(prices.link_savings(cands[i]));
-        }
-        SelectionProblem problem = selection_problem(g, part, active, &active_links);
-        // Warm start with the cheaper of last round's choice and the greedy plan.
-        auto cost_of = [&](const std::vector<int>& ks) { return selection_cost(problem, ks); };
-        const std::vector<int>* start = &active_warm;
-        if (!active_previous.empty() && selection_is_feasible(problem, active_previous) &&
-            (!selection_is_feasible(problem, active_warm) || cost_of(active_previous) < cost_of(active_warm)))
-          start = &active_previous;
-        sel = solve_selection_blp(problem, *start,
-                                  full_solve ? options.solver_time_limit
-                                             : std::min(options.solver_time_limit, options.guide_solve_time_limit));
-        ++result.solve_rounds;
-        report.solver_seconds += sel.seconds;
-        result.solver_seconds += sel.seconds;
-        for (int& k : sel.chosen) k = active_index[k];
-        previous = sel.chosen;
-        if (!prices.measuring()) break;
-        bool all_measured = true;
-        std::vector<TensorId> new_outputs;
-        for (int k : sel.chosen) {
-          if (prices.is_measured(cands[k])) continue;
-          all_measured = false;
-          new_outputs.push_back(cands[k].output);
-          if (!prices.measure(cands[k], cands[k].prims.size() == 1)) dropped[k] = 1;
-        }
-        // The kernels that would replace one found dearer than its estimate are mostly its
-        // rivals for the same output: measure the cheapest-looking few of them in this round
-        // too (fewer rounds, each of which is a BLP solve).
-        for (TensorId out : new_outputs) {
-          std::vector<int> rivals;
-          for (size_t i = 0; i < cands.size(); ++i)
-            if (!dropped[i] && cands[i].output == out && !prices.is_measured(cands[i]))
-              rivals.push_back(static_cast<int>(i));
-          std::sort(rivals.begin(), rivals.end(), [&](int a, int b) { return cands[a].cost < cands[b].cost; });
-          if (rivals.size() > static_cast<size_t>(options.rivals_per_round)) rivals.resize(options.rivals_per_round);
-          for (int k : rivals)
-            if (!prices.measure(cands[k], cands[k].prims.size() == 1)) dropped[k] = 1;
-        }
-        for (size_t i = 0; i < cands.size(); ++i)
-          if (!dropped[i] && prices.is_measured(cands[i]) && !prices.measure(cands[i], cands[i].prims.size() == 1))
-            dropped[i] = 1;
-        if (all_measured) {
-          if (full_solve || sel.proven_optimal) break;
-          full_solve = true;  // stopped early on measured kernels only: solve this round in full
-          continue;
-        }
-        full_solve = false;
-        if (++profiling_rounds >= options.max_profiling_rounds && !capped) {
-          capped = true;
-          for (size_t i = 0; i < cands.size(); ++i)
-            if (!prices.is_measured(cands[i])) dropped[i] = 1;
-        }
-      }
-      report.status = sel.status;
-      if (capped)
-        report.status = str_cat(sel.status, " over the measured kernels (profiling capped after ",
-                                options.max_profiling_rounds, " rounds)");
-      // Optimal over the measured kernels only is not proven optimal.
-      result.all_optimal = result.all_optimal && sel.proven_optimal && !capped;
-      for (int k : sel.chosen) sets.push_back(cands[k].prims);
+      sets = solve_partition(g, part, baselines[pi], prices, options, result, report);
       solved.emplace(part.hash, static_cast<int>(pi));
-      if (prices.measuring()) {
-        KernelMeasurer::StoredSolution solution;
-        solution.proven_optimal = sel.proven_optimal && !capped;
-        for (const auto& set : sets) {
-          solution.sets.emplace_back();
-          for (PrimId p : set) solution.sets.back().push_back(p - part.prims.front());
-        }
-        options.measurer->store_solution(solution_key(part, options), solution);
-      }
     }
     for (const auto& s : sets) {
       Kernel k = make_kernel(g, s);
@@ -478,6 +554,8 @@ OptimizeResult optimize(const PrimGraph& g, CostModel& cost, const OptimizeOptio
     chosen_sets[pi] = std::move(sets);
     result.partitions.push_back(report);
   }
+
+  // 4. The korch plan, validated; every plan's layout-link savings and code generator.
   sort_plan(g, korch);
   validate_plan_or_throw(g, korch);
   result.korch = std::move(korch);
