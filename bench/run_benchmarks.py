@@ -12,7 +12,7 @@ intra-op thread count T for every engine:
 
  1. korch's optimisation cost: `korch optimize --cost measured` with a fresh profile cache
     (cold), then again with the same cache (warm); candidates / measured kernels / dropped /
-    solver time are parsed from its stdout.
+    solver time are read from the summary it writes with --json.
  2. engines, each a persistent peer process that runs the model once per line on its stdin
     and prints the elapsed milliseconds (timed inside the peer, pipe latency excluded):
     korch (the optimal plan), korch-greedy (korch's greedy-fusion plan, DIR/greedy.json),
@@ -460,43 +460,40 @@ class CpuWindow:
 # ==========================================================================================
 # korch
 # ==========================================================================================
-def parse_optimize(out):
-    r = {}
-
-    def grab(pat, key, conv=float, group=1):
-        m = re.search(pat, out)
-        if m:
-            r[key] = conv(m.group(group))
-    grab(r"\((\d+) primitives\)", "primitives", int)
-    grab(r"partitions:\s+(\d+) \((\d+) solved, (\d+) reused\)", "partitions", int)
-    grab(r"partitions:\s+\d+ \((\d+) solved", "partitions_solved", int)
-    grab(r"candidates:\s+(\d+)", "candidates", int)
-    grab(r"priced structures:\s+(\d+)", "priced", int)
-    grab(r"solver:\s+([\d.]+) s", "solver_s")
-    m = re.search(r"solver:.*?s, (.*?)\s{2,}total", out)
-    if m:
-        r["optimality"] = m.group(1).strip()
-    grab(r"total optimize time:\s+([\d.]+) s", "optimize_s_reported")
-    grab(r"profiling:\s+(\d+) kernel structures measured", "measured", int)
-    grab(r"(\d+) compiled\+timed now", "timed_now", int)
-    grab(r"(\d+) from cache", "from_cache", int)
-    grab(r"(\d+) dropped", "dropped", int)
-    grab(r"(\d+) mismatches", "mismatches", int)
-    grab(r"(\d+) BLP solves", "blp_solves", int)
-    grab(r"BLP solves, ([\d.]+) s", "profiling_s")
-    grab(r"(\d+) partitions took a stored solution", "stored_solutions", int)
-    grab(r"machine: (.*)", "machine", str)
-    plans = {}
-    for m in re.finditer(r"^(per-primitive|per-op|greedy|korch)\s+(\d+)\s+([\d.eE+-]+)\s*$", out, re.M):
-        plans[m.group(1)] = {"kernels": int(m.group(2)), "predicted_ms": float(m.group(3))}
-    if plans:
-        r["plans"] = plans
-    grab(r"korch vs greedy: ([\d.]+)x", "predicted_speedup_vs_greedy")
-    grab(r"plan race: (.*)", "plan_race", str)
-    grab(r"\(the BLP's plan: (\d+) kernels, predicted ([\d.eE+-]+) ms", "blp_kernels", int)
-    grab(r"\(the BLP's plan: \d+ kernels, predicted ([\d.eE+-]+) ms", "blp_predicted_ms")
-    r["not_optimal_partitions"] = re.findall(r"^\s+partition \d+ .*$", out, re.M)
-    return r
+def optimize_facts(j):
+    """The figures of one `korch optimize --json` file, under the names benchmarks.json uses."""
+    p = j["profiling"] or {}
+    race = j["plan_race"]
+    m = j["machine"]
+    r = {"primitives": j["primitives"],
+         "partitions": j["partitions"]["total"],
+         "partitions_solved": j["partitions"]["solved"],
+         "candidates": j["candidates"],
+         "priced": j["priced"],
+         "solver_s": round(j["solver_seconds"], 2),
+         "optimality": "every partition proven optimal" if j["all_optimal"] else "NOT all partitions proven optimal",
+         "optimize_s_reported": round(j["total_seconds"], 2),
+         "measured": j["measured"],
+         "timed_now": p.get("timed_now"),
+         "from_cache": p.get("from_cache"),
+         "dropped": j["dropped"],
+         "mismatches": j["mismatches"],
+         "blp_solves": p.get("blp_solves"),
+         "profiling_s": round(p["seconds"], 1) if "seconds" in p else None,
+         "stored_solutions": p.get("stored_solutions"),
+         "machine": "%g GB/s, %g GFLOP/s GEMM, %g Gop/s vector, %g us/kernel (%s)" % (
+             m["bandwidth_gbs"], m["gemm_gflops"], m["vector_gops"], m["kernel_overhead_us"], m["source"]),
+         "plans": {x["strategy"]: {"kernels": x["kernels"], "predicted_ms": x["predicted_seconds"] * 1e3}
+                   for x in j["plans"]},
+         "predicted_speedup_vs_greedy": round(j["predicted_speedup_vs_greedy"], 3),
+         "not_optimal_partitions": ["partition %d (%d primitives): %s" % (x["index"], x["primitives"], x["status"])
+                                    for x in j["not_optimal_partitions"]]}
+    if race["raced"]:
+        r["plan_race"] = race["note"]
+    if race["greedy_kept"]:
+        r["blp_kernels"] = race["blp_kernels"]
+        r["blp_predicted_ms"] = race["blp_predicted_seconds"] * 1e3
+    return {k: v for k, v in r.items() if v is not None}
 
 
 def parse_profile(out):
@@ -663,15 +660,21 @@ def bench_model(args, name, korch_bin):
         shutil.rmtree(pdir, ignore_errors=True)
         os.makedirs(pdir)
         ppath = os.path.join(pdir, "korch_plan.json")
+        jpath = os.path.join(pdir, "optimize.json")
         argv = [korch_bin, "optimize", model, "--cost", "measured", "--cache", cache, "-o", ppath,
-                "--baselines", pdir, "--threads", T]
+                "--baselines", pdir, "--json", jpath, "--threads", T]
         log(name, ": korch optimize (%s cache)" % phase)
         rc, out, err, secs = run_cmd(argv, args.optimize_timeout, env=korch_env(args),
                                      log_path=os.path.join(work, "optimize_%s.log" % phase))
         o = {"seconds": round(secs, 2), "rc": rc, "command": " ".join(
             os.path.relpath(a, REPO) if a.startswith(REPO) else a for a in argv)}
         if rc == 0:
-            o.update(parse_optimize(out))
+            try:
+                with open(jpath) as f:
+                    o.update(optimize_facts(json.load(f)))
+            except (OSError, ValueError, KeyError, TypeError) as e:  # the plans are there; the figures are not
+                o["json_error"] = "unreadable --json output %s: %s: %s" % (jpath, type(e).__name__, e)
+                res["failures"].append("korch optimize (%s): %s" % (phase, o["json_error"]))
         else:
             o["error"] = first_error(out, err, rc, args.optimize_timeout)
             res["failures"].append("korch optimize (%s): %s" % (phase, o["error"]))

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "cost/profile_cache.h"
 #include "plan/kernel.h"
 
 namespace korch {
@@ -46,10 +47,7 @@ class KernelMeasurer {
   // Partition solutions kept across runs (in the profile cache), so that a warm optimise of a
   // model replays the cold run's choices instead of taking another path through lazy
   // profiling: the chosen kernels' primitive sets as offsets into the partition's primitives.
-  struct StoredSolution {
-    std::vector<std::vector<int>> sets;
-    bool proven_optimal = false;
-  };
+  using StoredSolution = korch::StoredSolution;
   virtual std::optional<StoredSolution> stored_solution(uint64_t /*key*/) { return std::nullopt; }
   virtual void store_solution(uint64_t /*key*/, const StoredSolution& /*solution*/) {}
 };

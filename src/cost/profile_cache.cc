@@ -8,7 +8,11 @@
 //      schema version, and every table definition must equal the one this korch creates.
 // An unusable file is closed, renamed aside with its side files, and step 1 runs again on the
 // now absent file. Any other failure is an environment problem and becomes a korch::Error.
-// Each row also carries a checksum of its key and entry, verified on lookup.
+// Each row also carries a checksum of its key and value, verified on lookup.
+//
+// The three tables (kernels, partition solutions, plan medians) share everything but their
+// value columns: a Table<Key, Value> specialisation says how a value is bound, read, checked
+// and checksummed, and the lookups, stores, batches and counts are written once over it.
 #include "cost/profile_cache.h"
 
 #include <fcntl.h>
@@ -17,6 +21,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cinttypes>
@@ -28,7 +33,9 @@
 #include <fstream>
 #include <iostream>
 #include <limits>
+#include <map>
 #include <thread>
+#include <tuple>
 
 #include "util/error.h"
 
@@ -38,7 +45,7 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr const char* kMagic = "korch-profile-cache";
-constexpr int kSchemaVersion = 3;  // 2: schedule column, 3: link_savings column
+constexpr int kSchemaVersion = 4;  // 2: schedule column, 3: link_savings column, 4: solutions and plan_times
 constexpr int kBusyTimeoutMs = 5000;
 constexpr int kLockTimeoutMs = 30000;
 
@@ -64,8 +71,10 @@ struct Unusable {
   std::string reason;
 };
 
-// A row whose checksum does not match; internal.
-struct DamagedRow {};
+// A row whose checksum does not match or whose value does not parse; internal.
+struct DamagedRow {
+  std::string reason;
+};
 
 // The file is a cache of a newer schema; internal.
 struct NewerSchema {
@@ -136,50 +145,45 @@ std::string hash_hex(uint64_t h) {
   return buf;
 }
 
-void bind_key(sqlite3* db, sqlite3_stmt* s, const ProfileKey& k) {
-  bind_text(db, s, 1, hash_hex(k.structural_hash));
-  bind_text(db, s, 2, k.backend);
-  bind_text(db, s, 3, k.target);
-  bind_text(db, s, 4, k.versions);
+void bind_double_or_null(sqlite3_stmt* s, int i, double v) {
+  if (std::isnan(v)) {
+    sqlite3_bind_null(s, i);
+  } else {
+    sqlite3_bind_double(s, i, v);
+  }
 }
 
-// FNV-1a over the key and the entry. Stored with each row and checked on lookup, so damage
+// FNV-1a over a row's key and value. Stored with each row and checked on lookup, so damage
 // inside a row's bytes (which `quick_check` does not look at) reads as a miss, never as a
-// wrong entry.
-int64_t row_checksum(const ProfileKey& k, const ProfileEntry& e) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  auto mix = [&h](const void* data, size_t n) {
+// wrong value.
+class Checksum {
+ public:
+  void bytes(const void* data, size_t n) {
     const auto* p = static_cast<const unsigned char*>(data);
-    for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 0x100000001b3ull;
-  };
-  auto mix_str = [&](const std::string& v) {
+    for (size_t i = 0; i < n; ++i) h_ = (h_ ^ p[i]) * 0x100000001b3ull;
+  }
+  void integer(int64_t v) { bytes(&v, sizeof v); }
+  void text(const std::string& v) {
     uint64_t n = v.size();
-    mix(&n, sizeof n);
-    mix(v.data(), v.size());
-  };
-  mix(&k.structural_hash, sizeof k.structural_hash);
-  mix_str(k.backend);
-  mix_str(k.target);
-  mix_str(k.versions);
-  unsigned char flags = (e.implementable ? 1 : 0) | (e.verified ? 2 : 0);
-  mix(&flags, 1);
+    bytes(&n, sizeof n);
+    bytes(v.data(), v.size());
+  }
   // As SQLite gives it back: NaN is stored as NULL, -0.0 as the integer 0.
-  double m = std::isnan(e.median_seconds) ? std::numeric_limits<double>::quiet_NaN()
-             : e.median_seconds == 0      ? 0.0
-                                          : e.median_seconds;
-  uint64_t bits = 0;
-  if (!std::isnan(m)) std::memcpy(&bits, &m, sizeof bits);
-  mix(&bits, sizeof bits);
-  int64_t samples = e.samples;
-  mix(&samples, sizeof samples);
-  mix_str(e.description);
-  int64_t schedule = e.schedule;
-  mix(&schedule, sizeof schedule);
-  mix_str(encode_link_savings(e.link_savings));
-  int64_t out;
-  std::memcpy(&out, &h, sizeof out);
-  return out;
-}
+  void real(double v) {
+    uint64_t bits = 0;
+    if (!std::isnan(v) && v != 0) std::memcpy(&bits, &v, sizeof bits);
+    integer(std::isnan(v) ? 1 : 0);
+    bytes(&bits, sizeof bits);
+  }
+  int64_t value() const {
+    int64_t out;
+    std::memcpy(&out, &h_, sizeof out);
+    return out;
+  }
+
+ private:
+  uint64_t h_ = 0xcbf29ce484222325ull;
+};
 
 // ---- Files ---------------------------------------------------------------------------------
 
@@ -322,17 +326,298 @@ CREATE TABLE profiles(
   stored_at INTEGER NOT NULL,      -- unix seconds
   PRIMARY KEY(structural_hash, backend, target, versions)
 ) WITHOUT ROWID;
+CREATE TABLE solutions(
+  partition_hash TEXT NOT NULL,    -- 16 lowercase hex digits
+  backend TEXT NOT NULL,
+  target TEXT NOT NULL,
+  versions TEXT NOT NULL,
+  sets TEXT NOT NULL,              -- encode_solution_sets(): the chosen kernels' primitive offsets
+  proven_optimal INTEGER NOT NULL, -- 0 or 1
+  checksum INTEGER NOT NULL,
+  stored_at INTEGER NOT NULL,
+  PRIMARY KEY(partition_hash, backend, target, versions)
+) WITHOUT ROWID;
+CREATE TABLE plan_times(
+  plan_hash TEXT NOT NULL,         -- 16 lowercase hex digits
+  backend TEXT NOT NULL,
+  target TEXT NOT NULL,
+  versions TEXT NOT NULL,
+  median_seconds REAL NOT NULL,
+  rounds INTEGER NOT NULL,
+  checksum INTEGER NOT NULL,
+  stored_at INTEGER NOT NULL,
+  PRIMARY KEY(plan_hash, backend, target, versions)
+) WITHOUT ROWID;
 )sql";
+
+// A table's prepared statements. lookup: ?1-?4 the key; columns: checksum, then the value's.
+// upsert: ?1-?4 the key, ?5 the checksum, ?6... the value's columns.
+struct TableStmts {
+  Stmt lookup, upsert, count;
+};
 
 }  // namespace
 
 struct ProfileCache::Db {
   DbHandle handle;
-  Stmt lookup, upsert, count, begin, commit, rollback;
+  TableStmts profiles, solutions, plan_times;
+  Stmt begin, commit, rollback;
   sqlite3* get() const { return handle.get(); }
 };
 
+struct ProfileCache::Rows {
+  std::tuple<std::map<ProfileKey, ProfileEntry>, std::map<SolutionKey, StoredSolution>, std::map<PlanKey, PlanTiming>>
+      tables;
+
+  template <class Key, class Value>
+  std::map<Key, Value>& of() {
+    return std::get<std::map<Key, Value>>(tables);
+  }
+  size_t size() const {
+    return std::apply([](const auto&... t) { return (t.size() + ...); }, tables);
+  }
+};
+
 namespace {
+
+// ---- Tables --------------------------------------------------------------------------------
+
+// What one table stores: its name and value columns (after the four key columns), where its
+// statements are, and how a value is checked before a store, bound, read back (DamagedRow when
+// it does not parse) and checksummed.
+template <class Key, class Value>
+struct Table;
+
+template <>
+struct Table<ProfileKey, ProfileEntry> {
+  static constexpr const char* kName = "profiles";
+  static constexpr const char* kHashColumn = "structural_hash";
+  static constexpr const char* kValueColumns =
+      "implementable, verified, median_seconds, samples, description, schedule, link_savings";
+  static constexpr const char* kRow = "entry for kernel";
+  static TableStmts& stmts(ProfileCache::Db& d) { return d.profiles; }
+  static uint64_t hash(const ProfileKey& k) { return k.structural_hash; }
+
+  static void check(const ProfileKey& k, const ProfileEntry& e) {
+    if (e.implementable && e.verified && !(std::isfinite(e.median_seconds) && e.median_seconds >= 0)) {
+      fail("profile cache: refusing to store a verified measurement with an invalid time (", e.median_seconds,
+           " s) for kernel ", hash_hex(k.structural_hash));
+    }
+    for (double v : e.link_savings)
+      if (!std::isfinite(v))
+        fail("profile cache: refusing to store an invalid layout-link saving (", v, " s) for kernel ",
+             hash_hex(k.structural_hash));
+    if (e.samples < 0) {
+      fail("profile cache: refusing to store a negative sample count for kernel ", hash_hex(k.structural_hash));
+    }
+  }
+  static void bind(sqlite3* db, sqlite3_stmt* s, int i, const ProfileEntry& e) {
+    sqlite3_bind_int(s, i, e.implementable ? 1 : 0);
+    sqlite3_bind_int(s, i + 1, e.verified ? 1 : 0);
+    bind_double_or_null(s, i + 2, e.median_seconds);
+    sqlite3_bind_int(s, i + 3, e.samples);
+    bind_text(db, s, i + 4, e.description);
+    sqlite3_bind_int(s, i + 5, e.schedule);
+    bind_text(db, s, i + 6, encode_link_savings(e.link_savings));
+  }
+  static ProfileEntry read(sqlite3_stmt* s, int i) {
+    ProfileEntry e;
+    e.implementable = sqlite3_column_int64(s, i) != 0;
+    e.verified = sqlite3_column_int64(s, i + 1) != 0;
+    e.median_seconds = sqlite3_column_type(s, i + 2) == SQLITE_NULL ? std::numeric_limits<double>::quiet_NaN()
+                                                                    : sqlite3_column_double(s, i + 2);
+    e.samples = sqlite3_column_int(s, i + 3);
+    e.description = column_text(s, i + 4);
+    e.schedule = sqlite3_column_int(s, i + 5);
+    std::optional<std::vector<double>> links = decode_link_savings(column_text(s, i + 6));
+    if (!links) throw DamagedRow{"unreadable link_savings"};
+    e.link_savings = std::move(*links);
+    return e;
+  }
+  static void sum(Checksum& c, const ProfileEntry& e) {
+    c.integer((e.implementable ? 1 : 0) | (e.verified ? 2 : 0));
+    c.real(e.median_seconds);
+    c.integer(e.samples);
+    c.text(e.description);
+    c.integer(e.schedule);
+    c.text(encode_link_savings(e.link_savings));
+  }
+};
+
+template <>
+struct Table<SolutionKey, StoredSolution> {
+  static constexpr const char* kName = "solutions";
+  static constexpr const char* kHashColumn = "partition_hash";
+  static constexpr const char* kValueColumns = "sets, proven_optimal";
+  static constexpr const char* kRow = "solution for partition";
+  static TableStmts& stmts(ProfileCache::Db& d) { return d.solutions; }
+  static uint64_t hash(const SolutionKey& k) { return k.partition_hash; }
+
+  static void check(const SolutionKey& k, const StoredSolution& v) {
+    auto refuse = [&](const char* why) {
+      fail("profile cache: refusing to store a solution with ", why, " for partition ", hash_hex(k.partition_hash));
+    };
+    if (v.sets.empty()) refuse("no kernels");
+    for (const std::vector<int>& set : v.sets) {
+      if (set.empty()) refuse("an empty kernel");
+      for (int offset : set)
+        if (offset < 0) refuse("a negative primitive offset");
+    }
+  }
+  static void bind(sqlite3* db, sqlite3_stmt* s, int i, const StoredSolution& v) {
+    bind_text(db, s, i, encode_solution_sets(v.sets));
+    sqlite3_bind_int(s, i + 1, v.proven_optimal ? 1 : 0);
+  }
+  static StoredSolution read(sqlite3_stmt* s, int i) {
+    StoredSolution v;
+    std::optional<std::vector<std::vector<int>>> sets =
+        sqlite3_column_type(s, i) == SQLITE_TEXT ? decode_solution_sets(column_text(s, i)) : std::nullopt;
+    if (!sets) throw DamagedRow{"unreadable sets"};
+    v.sets = std::move(*sets);
+    int64_t proven = sqlite3_column_int64(s, i + 1);
+    if (sqlite3_column_type(s, i + 1) != SQLITE_INTEGER || (proven != 0 && proven != 1)) {
+      throw DamagedRow{"unreadable proven_optimal"};
+    }
+    v.proven_optimal = proven == 1;
+    return v;
+  }
+  static void sum(Checksum& c, const StoredSolution& v) {
+    c.text(encode_solution_sets(v.sets));
+    c.integer(v.proven_optimal ? 1 : 0);
+  }
+};
+
+template <>
+struct Table<PlanKey, PlanTiming> {
+  static constexpr const char* kName = "plan_times";
+  static constexpr const char* kHashColumn = "plan_hash";
+  static constexpr const char* kValueColumns = "median_seconds, rounds";
+  static constexpr const char* kRow = "median for plan";
+  static TableStmts& stmts(ProfileCache::Db& d) { return d.plan_times; }
+  static uint64_t hash(const PlanKey& k) { return k.plan_hash; }
+
+  static bool valid(const PlanTiming& v) {
+    return std::isfinite(v.median_seconds) && v.median_seconds >= 0 && v.rounds >= 1;
+  }
+  static void check(const PlanKey& k, const PlanTiming& v) {
+    if (!valid(v)) {
+      fail("profile cache: refusing to store an invalid plan median (", v.median_seconds, " s over ", v.rounds,
+           " rounds) for plan ", hash_hex(k.plan_hash));
+    }
+  }
+  static void bind(sqlite3* /*db*/, sqlite3_stmt* s, int i, const PlanTiming& v) {
+    sqlite3_bind_double(s, i, v.median_seconds);
+    sqlite3_bind_int(s, i + 1, v.rounds);
+  }
+  static PlanTiming read(sqlite3_stmt* s, int i) {
+    int median_type = sqlite3_column_type(s, i);
+    int64_t rounds = sqlite3_column_int64(s, i + 1);
+    if ((median_type != SQLITE_FLOAT && median_type != SQLITE_INTEGER) ||
+        sqlite3_column_type(s, i + 1) != SQLITE_INTEGER || rounds > std::numeric_limits<int>::max()) {
+      throw DamagedRow{"unreadable median_seconds or rounds"};
+    }
+    PlanTiming v{sqlite3_column_double(s, i), static_cast<int>(rounds)};
+    if (!valid(v)) throw DamagedRow{"invalid median_seconds or rounds"};
+    return v;
+  }
+  static void sum(Checksum& c, const PlanTiming& v) {
+    c.real(v.median_seconds);
+    c.integer(v.rounds);
+  }
+};
+
+template <class Key>
+void bind_key(sqlite3* db, sqlite3_stmt* s, uint64_t hash, const Key& k) {
+  bind_text(db, s, 1, hash_hex(hash));
+  bind_text(db, s, 2, k.backend);
+  bind_text(db, s, 3, k.target);
+  bind_text(db, s, 4, k.versions);
+}
+
+template <class Key, class Value>
+int64_t row_checksum(const Key& k, const Value& v) {
+  using T = Table<Key, Value>;
+  Checksum c;
+  uint64_t hash = T::hash(k);
+  c.bytes(&hash, sizeof hash);
+  c.text(k.backend);
+  c.text(k.target);
+  c.text(k.versions);
+  T::sum(c, v);
+  return c.value();
+}
+
+template <class Key, class Value>
+void prepare_table(sqlite3* db, TableStmts& t) {
+  using T = Table<Key, Value>;
+  std::string values = T::kValueColumns;
+  std::string params;
+  for (int i = 0, n = 1 + static_cast<int>(std::count(values.begin(), values.end(), ',')); i < n; ++i) {
+    params += str_cat(", ?", 6 + i);
+  }
+  t.lookup = prepare(db,
+                     str_cat("SELECT checksum, ", values, " FROM ", T::kName, " WHERE ", T::kHashColumn,
+                             " = ?1 AND backend = ?2 AND target = ?3 AND versions = ?4")
+                         .c_str(),
+                     "preparing a lookup");
+  t.upsert = prepare(
+      db,
+      str_cat("INSERT OR REPLACE INTO ", T::kName, "(", T::kHashColumn, ", backend, target, versions, checksum, ",
+              values, ", stored_at) VALUES(?1, ?2, ?3, ?4, ?5", params, ", CAST(strftime('%s', 'now') AS INTEGER))")
+          .c_str(),
+      "preparing a store");
+  t.count = prepare(db, str_cat("SELECT count(*) FROM ", T::kName).c_str(), "preparing a count");
+}
+
+// The stored row for `key`, or nullopt. Throws DamagedRow or SqliteFailure.
+template <class Key, class Value>
+std::optional<Value> read_row(ProfileCache::Db& d, const Key& key) {
+  using T = Table<Key, Value>;
+  sqlite3* db = d.get();
+  sqlite3_stmt* s = T::stmts(d).lookup.get();
+  StmtUse use(s);
+  bind_key(db, s, T::hash(key), key);
+  if (!step(db, s, str_cat("looking up the ", T::kRow, " ", hash_hex(T::hash(key))))) return std::nullopt;
+  Value v = T::read(s, 1);
+  if (sqlite3_column_type(s, 0) != SQLITE_INTEGER || sqlite3_column_int64(s, 0) != row_checksum(key, v)) {
+    throw DamagedRow{"checksum mismatch"};
+  }
+  return v;
+}
+
+template <class Key, class Value>
+void write_table(ProfileCache::Db& d, const std::map<Key, Value>& rows) {
+  using T = Table<Key, Value>;
+  sqlite3* db = d.get();
+  sqlite3_stmt* s = T::stmts(d).upsert.get();
+  for (const auto& [key, v] : rows) {
+    StmtUse use(s);
+    bind_key(db, s, T::hash(key), key);
+    sqlite3_bind_int64(s, 5, row_checksum(key, v));
+    T::bind(db, s, 6, v);
+    step(db, s, str_cat("storing the ", T::kRow, " ", hash_hex(T::hash(key))));
+  }
+}
+
+// Rows in the table of `pending`'s type, counting those of `pending` whose key is not stored.
+template <class Key, class Value>
+int64_t count_rows(ProfileCache::Db& d, const std::map<Key, Value>& pending) {
+  sqlite3_stmt* s = Table<Key, Value>::stmts(d).count.get();
+  int64_t n = 0;
+  {
+    StmtUse use(s);
+    if (step(d.get(), s, "counting rows")) n = sqlite3_column_int64(s, 0);
+  }
+  for (const auto& [key, v] : pending) {
+    bool present = true;  // a damaged row is still a row
+    try {
+      present = read_row<Key, Value>(d, key).has_value();
+    } catch (const DamagedRow&) {
+    }
+    if (!present) ++n;
+  }
+  return n;
+}
 
 void create_schema(sqlite3* db) {
   exec(db, "BEGIN IMMEDIATE", "starting the schema transaction");
@@ -428,19 +713,9 @@ void check_schema(sqlite3* db) {
 
 void prepare_statements(ProfileCache::Db& d) {
   sqlite3* db = d.get();
-  d.lookup =
-      prepare(db,
-              "SELECT implementable, verified, median_seconds, samples, description, checksum, schedule, link_savings "
-              "FROM profiles "
-              "WHERE structural_hash = ?1 AND backend = ?2 AND target = ?3 AND versions = ?4",
-              "preparing the lookup");
-  d.upsert = prepare(db,
-                     "INSERT OR REPLACE INTO profiles(structural_hash, backend, target, versions, implementable, "
-                     "verified, median_seconds, samples, description, checksum, schedule, link_savings, stored_at) "
-                     "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, "
-                     "CAST(strftime('%s', 'now') AS INTEGER))",
-                     "preparing the store");
-  d.count = prepare(db, "SELECT count(*) FROM profiles", "preparing the count");
+  prepare_table<ProfileKey, ProfileEntry>(db, d.profiles);
+  prepare_table<SolutionKey, StoredSolution>(db, d.solutions);
+  prepare_table<PlanKey, PlanTiming>(db, d.plan_times);
   d.begin = prepare(db, "BEGIN IMMEDIATE", "preparing BEGIN");
   d.commit = prepare(db, "COMMIT", "preparing COMMIT");
   d.rollback = prepare(db, "ROLLBACK", "preparing ROLLBACK");
@@ -503,7 +778,7 @@ std::unique_ptr<ProfileCache::Db> open_file(const std::string& path) {
     try {
       prepare_statements(*d);
     } catch (const SqliteFailure& f) {
-      if ((f.code & 0xff) == SQLITE_ERROR) throw Unusable{"its profiles table does not match: " + f.message};
+      if ((f.code & 0xff) == SQLITE_ERROR) throw Unusable{"its tables do not match: " + f.message};
       throw;
     }
     exec(db, "PRAGMA synchronous=NORMAL", "setting synchronous mode");
@@ -516,7 +791,8 @@ std::unique_ptr<ProfileCache::Db> open_file(const std::string& path) {
 
 }  // namespace
 
-ProfileCache::ProfileCache(const std::string& path, WarnFn warn) : path_(path), warn_(std::move(warn)) {
+ProfileCache::ProfileCache(const std::string& path, WarnFn warn)
+    : path_(path), warn_(std::move(warn)), pending_(std::make_unique<Rows>()) {
   if (path.empty()) fail("the profile cache path is empty");
   try {
     if (path == ":memory:") {
@@ -559,12 +835,12 @@ ProfileCache::ProfileCache(const std::string& path, WarnFn warn) : path_(path), 
 
 ProfileCache::~ProfileCache() {
   std::lock_guard<std::mutex> lock(mu_);
-  if (pending_.empty() || !db_) return;
+  if (pending_->size() == 0 || !db_) return;
   try {
     try {
-      write_rows(pending_);
+      write_rows(*pending_);
     } catch (const std::exception& e) {
-      warn(str_cat("profile cache ", path_, ": a pending batch of ", pending_.size(),
+      warn(str_cat("profile cache ", path_, ": a pending batch of ", pending_->size(),
                    " entries was not saved: ", e.what()));
     }
   } catch (...) {  // a throwing warn callback must not terminate the program
@@ -595,6 +871,38 @@ std::optional<std::vector<double>> decode_link_savings(const std::string& text) 
   return savings;
 }
 
+std::string encode_solution_sets(const std::vector<std::vector<int>>& sets) {
+  std::string text;
+  for (size_t k = 0; k < sets.size(); ++k) {
+    if (k) text += ';';
+    for (size_t i = 0; i < sets[k].size(); ++i) text += str_cat(i ? "," : "", sets[k][i]);
+  }
+  return text;
+}
+
+std::optional<std::vector<std::vector<int>>> decode_solution_sets(const std::string& text) {
+  std::vector<std::vector<int>> sets(1);
+  size_t i = 0;
+  while (true) {
+    // One offset: "0" or a digit 1-9 followed by digits, at most INT_MAX.
+    size_t start = i;
+    int64_t value = 0;
+    while (i < text.size() && text[i] >= '0' && text[i] <= '9') {
+      value = value * 10 + (text[i++] - '0');
+      if (value > std::numeric_limits<int>::max()) return std::nullopt;
+    }
+    if (i == start || (text[start] == '0' && i - start > 1)) return std::nullopt;
+    sets.back().push_back(static_cast<int>(value));
+    if (i == text.size()) return sets;
+    if (text[i] == ';') {
+      sets.emplace_back();
+    } else if (text[i] != ',') {
+      return std::nullopt;
+    }
+    ++i;
+  }
+}
+
 std::string ProfileCache::default_path() {
   auto set = [](const char* name) -> const char* {
     const char* v = std::getenv(name);
@@ -623,41 +931,21 @@ void ProfileCache::warn(const std::string& message) const {
   }
 }
 
-std::optional<ProfileEntry> ProfileCache::lookup_db(const ProfileKey& key) {
-  sqlite3* db = db_->get();
-  sqlite3_stmt* s = db_->lookup.get();
-  StmtUse use(s);
-  bind_key(db, s, key);
-  if (!step(db, s, "looking up a profile")) return std::nullopt;
-  ProfileEntry e;
-  e.implementable = sqlite3_column_int64(s, 0) != 0;
-  e.verified = sqlite3_column_int64(s, 1) != 0;
-  e.median_seconds =
-      sqlite3_column_type(s, 2) == SQLITE_NULL ? std::numeric_limits<double>::quiet_NaN() : sqlite3_column_double(s, 2);
-  e.samples = sqlite3_column_int(s, 3);
-  e.description = column_text(s, 4);
-  e.schedule = sqlite3_column_int(s, 6);
-  std::optional<std::vector<double>> links = decode_link_savings(column_text(s, 7));
-  if (!links) throw DamagedRow{};
-  e.link_savings = std::move(*links);
-  if (sqlite3_column_type(s, 5) != SQLITE_INTEGER || sqlite3_column_int64(s, 5) != row_checksum(key, e)) {
-    throw DamagedRow{};
-  }
-  return e;
-}
-
-std::optional<ProfileEntry> ProfileCache::lookup(const ProfileKey& key) {
+template <class Key, class Value>
+std::optional<Value> ProfileCache::lookup_row(const Key& key) {
+  using T = Table<Key, Value>;
   std::lock_guard<std::mutex> lock(mu_);
-  if (auto it = pending_.find(key); it != pending_.end()) {
+  const std::map<Key, Value>& pending = pending_->of<Key, Value>();
+  if (auto it = pending.find(key); it != pending.end()) {
     ++hits_;
     return it->second;
   }
-  std::optional<ProfileEntry> e = [&]() -> std::optional<ProfileEntry> {
+  std::optional<Value> v = [&]() -> std::optional<Value> {
     try {
-      return lookup_db(key);
-    } catch (const DamagedRow&) {
-      warn(str_cat("profile cache ", path_, ": the entry for kernel ", hash_hex(key.structural_hash),
-                   " is damaged (checksum mismatch); treating it as a miss"));
+      return read_row<Key, Value>(*db_, key);
+    } catch (const DamagedRow& d) {
+      warn(str_cat("profile cache ", path_, ": the ", T::kRow, " ", hash_hex(T::hash(key)), " is damaged (", d.reason,
+                   "); treating it as a miss"));
     } catch (const SqliteFailure& f) {
       if (!is_damage(f.code)) fail("profile cache ", path_, ": ", f.message);
       warn(str_cat("profile cache ", path_, " is damaged (", f.message,
@@ -665,37 +953,52 @@ std::optional<ProfileEntry> ProfileCache::lookup(const ProfileKey& key) {
     }
     return std::nullopt;
   }();
-  ++(e ? hits_ : misses_);
-  return e;
+  ++(v ? hits_ : misses_);
+  return v;
 }
 
-void ProfileCache::write_rows(const std::map<ProfileKey, ProfileEntry>& rows) {
+template <class Key, class Value>
+void ProfileCache::store_row(const Key& key, const Value& value) {
+  Table<Key, Value>::check(key, value);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (batch_depth_ > 0) {
+    pending_->of<Key, Value>()[key] = value;
+    return;
+  }
+  Rows one;
+  one.of<Key, Value>().emplace(key, value);
+  write_rows(one);
+}
+
+std::optional<ProfileEntry> ProfileCache::lookup(const ProfileKey& key) {
+  return lookup_row<ProfileKey, ProfileEntry>(key);
+}
+
+void ProfileCache::store(const ProfileKey& key, const ProfileEntry& entry) { store_row(key, entry); }
+
+std::optional<StoredSolution> ProfileCache::lookup_solution(const SolutionKey& key) {
+  return lookup_row<SolutionKey, StoredSolution>(key);
+}
+
+void ProfileCache::store_solution(const SolutionKey& key, const StoredSolution& solution) { store_row(key, solution); }
+
+std::optional<PlanTiming> ProfileCache::lookup_plan_time(const PlanKey& key) {
+  return lookup_row<PlanKey, PlanTiming>(key);
+}
+
+void ProfileCache::store_plan_time(const PlanKey& key, const PlanTiming& timing) { store_row(key, timing); }
+
+void ProfileCache::write_rows(const Rows& rows) {
   sqlite3* db = db_->get();
-  bool many = rows.size() > 1;
+  size_t count = rows.size();
+  bool many = count > 1;
   try {
     if (many) {
       StmtUse use(db_->begin.get());
       step(db, db_->begin.get(), "starting a transaction");
     }
     try {
-      sqlite3_stmt* s = db_->upsert.get();
-      for (const auto& [key, e] : rows) {
-        StmtUse use(s);
-        bind_key(db, s, key);
-        sqlite3_bind_int(s, 5, e.implementable ? 1 : 0);
-        sqlite3_bind_int(s, 6, e.verified ? 1 : 0);
-        if (std::isnan(e.median_seconds)) {
-          sqlite3_bind_null(s, 7);
-        } else {
-          sqlite3_bind_double(s, 7, e.median_seconds);
-        }
-        sqlite3_bind_int(s, 8, e.samples);
-        bind_text(db, s, 9, e.description);
-        sqlite3_bind_int64(s, 10, row_checksum(key, e));
-        sqlite3_bind_int(s, 11, e.schedule);
-        bind_text(db, s, 12, encode_link_savings(e.link_savings));
-        step(db, s, "storing a profile");
-      }
+      std::apply([&](const auto&... table) { (write_table(*db_, table), ...); }, rows.tables);
       if (many) {
         StmtUse use(db_->commit.get());
         step(db, db_->commit.get(), "committing");
@@ -709,7 +1012,7 @@ void ProfileCache::write_rows(const std::map<ProfileKey, ProfileEntry>& rows) {
     }
   } catch (const SqliteFailure& f) {
     if (is_damage(f.code)) {
-      warn(str_cat("profile cache ", path_, " is damaged (", f.message, "); ", rows.size(),
+      warn(str_cat("profile cache ", path_, " is damaged (", f.message, "); ", count,
                    " entries were not saved (the file is checked again when next opened)"));
       return;
     }
@@ -721,26 +1024,6 @@ void ProfileCache::write_rows(const std::map<ProfileKey, ProfileEntry>& rows) {
   }
 }
 
-void ProfileCache::store(const ProfileKey& key, const ProfileEntry& entry) {
-  if (entry.implementable && entry.verified && !(std::isfinite(entry.median_seconds) && entry.median_seconds >= 0)) {
-    fail("profile cache: refusing to store a verified measurement with an invalid time (", entry.median_seconds,
-         " s) for kernel ", hash_hex(key.structural_hash));
-  }
-  for (double v : entry.link_savings)
-    if (!std::isfinite(v))
-      fail("profile cache: refusing to store an invalid layout-link saving (", v, " s) for kernel ",
-           hash_hex(key.structural_hash));
-  if (entry.samples < 0) {
-    fail("profile cache: refusing to store a negative sample count for kernel ", hash_hex(key.structural_hash));
-  }
-  std::lock_guard<std::mutex> lock(mu_);
-  if (batch_depth_ > 0) {
-    pending_[key] = entry;
-    return;
-  }
-  write_rows({{key, entry}});
-}
-
 void ProfileCache::begin_batch() {
   std::lock_guard<std::mutex> lock(mu_);
   ++batch_depth_;
@@ -750,28 +1033,16 @@ void ProfileCache::commit_batch() {
   std::lock_guard<std::mutex> lock(mu_);
   if (batch_depth_ == 0) fail("profile cache: commit_batch() without begin_batch()");
   if (--batch_depth_ > 0) return;
-  std::map<ProfileKey, ProfileEntry> rows;
-  rows.swap(pending_);  // on failure the batch is dropped, not retried by the destructor
-  if (!rows.empty()) write_rows(rows);
+  Rows rows;
+  std::swap(rows, *pending_);  // on failure the batch is dropped, not retried by the destructor
+  if (rows.size() > 0) write_rows(rows);
 }
 
 int64_t ProfileCache::size() {
   std::lock_guard<std::mutex> lock(mu_);
   try {
     int64_t n = 0;
-    {
-      sqlite3_stmt* s = db_->count.get();
-      StmtUse use(s);
-      if (step(db_->get(), s, "counting profiles")) n = sqlite3_column_int64(s, 0);
-    }
-    for (const auto& [key, e] : pending_) {
-      bool present = true;  // a damaged row is still a row
-      try {
-        present = lookup_db(key).has_value();
-      } catch (const DamagedRow&) {
-      }
-      if (!present) ++n;
-    }
+    std::apply([&](const auto&... pending) { ((n += count_rows(*db_, pending)), ...); }, pending_->tables);
     return n;
   } catch (const SqliteFailure& f) {
     fail("profile cache ", path_, ": ", f.message);

@@ -1,15 +1,24 @@
-// ProfileCache: a persistent SQLite cache of measured kernel costs (and of the backend's
-// refusals), keyed by (structural hash, backend, target, versions).
+// ProfileCache: a persistent SQLite cache of what korch measured on a machine, in three tables:
+//  - kernel measurements (and the backend's refusals), keyed by (structural hash, backend, target,
+//    versions): lookup() / store();
+//  - partition solutions (the kernels a BLP solve chose), keyed by (partition hash, backend,
+//    target, versions): lookup_solution() / store_solution();
+//  - end-to-end plan medians (the plan race's), keyed by (plan hash, backend, target, versions):
+//    lookup_plan_time() / store_plan_time().
 //
-// Guarantees:
-//  - A lookup returns exactly what was stored under the same four-part key, or nothing.
+// Guarantees (for every table):
+//  - A lookup returns exactly what was stored under the same four-part key, or nothing; the
+//    tables are separate, so equal keys in two of them never meet.
 //    Hashes are stored as 16-digit hex text, so all 64 bits count (no signed-int64 overflow).
 //  - Opening never crashes and never serves rows from a damaged or foreign file: a file that
 //    is not SQLite, is empty or truncated, fails `PRAGMA quick_check`, or lacks our `meta`
-//    magic / schema version / exact table layout is renamed aside to PATH.corrupt-<n> (with
-//    its -wal/-shm/-journal files), a warning goes to `warn` (stderr by default), and a fresh
-//    cache is built in its place. Each row carries a checksum of its key and entry; a row
-//    damaged later (or edited by hand) reads as a miss with a warning, never as a wrong entry.
+//    magic / schema version / exact table layout (all three tables) is renamed aside to
+//    PATH.corrupt-<n> (with its -wal/-shm/-journal files), a warning goes to `warn` (stderr by
+//    default), and a fresh cache is built in its place. A cache of an *older* korch schema is
+//    one of these: it is renamed aside (its rows stay readable there) and a fresh cache is
+//    built; nothing is migrated. Each row carries a checksum of its key and value; a row
+//    damaged later (or edited by hand), or whose stored value does not parse, reads as a miss
+//    with a warning, never as a wrong value.
 //    A cache written by a *newer* korch schema is left alone; this run then uses an in-memory
 //    cache (with a warning) instead of destroying the other version's results.
 //  - Environment problems (directory not creatable/writable, file unreadable, disk full,
@@ -23,7 +32,6 @@
 #pragma once
 #include <cstdint>
 #include <functional>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -63,6 +71,48 @@ struct ProfileEntry {
 std::string encode_link_savings(const std::vector<double>& savings);
 std::optional<std::vector<double>> decode_link_savings(const std::string& text);
 
+struct SolutionKey {
+  uint64_t partition_hash = 0;  // the partition's structure, required outputs and kernel-size bound
+  std::string backend;          // "cpu"
+  std::string target;
+  std::string versions;
+
+  auto tie() const { return std::tie(partition_hash, backend, target, versions); }
+  bool operator<(const SolutionKey& o) const { return tie() < o.tie(); }
+  bool operator==(const SolutionKey& o) const { return tie() == o.tie(); }
+};
+
+// A partition's solution: the chosen kernels' primitive sets as offsets into the partition's
+// primitives, so that a later run replays the choice instead of solving again.
+struct StoredSolution {
+  std::vector<std::vector<int>> sets;  // each non-empty, offsets >= 0
+  bool proven_optimal = false;         // the solver proved it optimal
+};
+
+// StoredSolution::sets as stored in the cache: offsets in decimal, "," between the offsets of
+// a set and ";" between sets ("0,1,2;3;4,5"). Decoding is strict: it gives nullopt for
+// anything encode_solution_sets() does not write (no sets, an empty set, signs, spaces,
+// leading zeros, an offset past INT_MAX).
+std::string encode_solution_sets(const std::vector<std::vector<int>>& sets);
+std::optional<std::vector<std::vector<int>>> decode_solution_sets(const std::string& text);
+
+struct PlanKey {
+  uint64_t plan_hash = 0;  // the graph and the plan's kernels and schedules (plan_hash())
+  std::string backend;     // "cpu"
+  std::string target;
+  std::string versions;
+
+  auto tie() const { return std::tie(plan_hash, backend, target, versions); }
+  bool operator<(const PlanKey& o) const { return tie() < o.tie(); }
+  bool operator==(const PlanKey& o) const { return tie() == o.tie(); }
+};
+
+// A plan timed end to end.
+struct PlanTiming {
+  double median_seconds = 0;  // finite, >= 0
+  int rounds = 0;             // timed runs the median is of, >= 1
+};
+
 class ProfileCache {
  public:
   using WarnFn = std::function<void(const std::string&)>;
@@ -79,28 +129,42 @@ class ProfileCache {
   // $HOME/.cache/korch/profiles.sqlite (empty or relative variables are ignored).
   static std::string default_path();
 
-  // Counts a hit or a miss. Entries stored in a pending batch are visible. A damaged row is a
-  // miss (with a warning); an environment failure throws korch::Error.
+  // Every lookup counts a hit or a miss. Rows stored in a pending batch are visible. A damaged
+  // row is a miss (with a warning); an environment failure throws korch::Error.
+  // Every store is an upsert and rejects (korch::Error) a value that would poison later runs.
+  //
+  // Kernels. store() rejects an implementable && verified entry whose median is not a finite
+  // non-negative number, a non-finite link saving, or a negative sample count.
   std::optional<ProfileEntry> lookup(const ProfileKey& key);
-  // Upsert. Rejects (korch::Error) an implementable && verified entry whose median is not a
-  // finite non-negative number, or a negative sample count: such a row would poison later runs.
   void store(const ProfileKey& key, const ProfileEntry& entry);
+  // Partition solutions. store_solution() rejects a solution without sets, an empty set or a
+  // negative offset.
+  std::optional<StoredSolution> lookup_solution(const SolutionKey& key);
+  void store_solution(const SolutionKey& key, const StoredSolution& solution);
+  // Plan medians. store_plan_time() rejects a median that is not a finite non-negative number,
+  // or fewer than one round.
+  std::optional<PlanTiming> lookup_plan_time(const PlanKey& key);
+  void store_plan_time(const PlanKey& key, const PlanTiming& timing);
 
-  // Between begin_batch() and commit_batch(), stores are kept in memory and then written in
-  // one transaction. Batches nest; the outermost commit_batch() writes.
+  // Between begin_batch() and commit_batch(), stores (to any table) are kept in memory and then
+  // written in one transaction. Batches nest; the outermost commit_batch() writes.
   void begin_batch();
   void commit_batch();
 
-  int64_t size();  // rows stored, counting pending batch entries with new keys
+  int64_t size();  // rows stored in all tables, counting pending batch rows with new keys
   int hits() const;
   int misses() const;
   std::string path() const;  // the file in use, or ":memory:" (also after a newer-schema fallback)
 
-  struct Db;  // SQLite connection + prepared statements (defined in the .cc)
+  struct Db;    // SQLite connection + prepared statements (defined in the .cc)
+  struct Rows;  // rows of every table, by key (defined in the .cc)
 
  private:
-  std::optional<ProfileEntry> lookup_db(const ProfileKey& key);
-  void write_rows(const std::map<ProfileKey, ProfileEntry>& rows);
+  template <class Key, class Value>
+  std::optional<Value> lookup_row(const Key& key);
+  template <class Key, class Value>
+  void store_row(const Key& key, const Value& value);
+  void write_rows(const Rows& rows);
   void warn(const std::string& message) const;
 
   std::string path_;
@@ -110,7 +174,7 @@ class ProfileCache {
   int hits_ = 0;
   int misses_ = 0;
   int batch_depth_ = 0;
-  std::map<ProfileKey, ProfileEntry> pending_;
+  std::unique_ptr<Rows> pending_;  // the open batch's rows
 };
 
 }  // namespace korch

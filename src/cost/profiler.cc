@@ -177,46 +177,14 @@ void Profiler::log_dropped(const PrimGraph& g, const Kernel& k, const std::strin
   if (log_) log_(str_cat("dropped kernel [", kernel_summary(g, k), "]: ", why));
 }
 
-// Stored as a cache row of backend "<backend>-solution": the description holds "P|a,b,c;d;e,f"
-// (P: 1 when proven optimal; then each kernel's primitive offsets).
 std::optional<KernelMeasurer::StoredSolution> Profiler::stored_solution(uint64_t key) {
   if (!cache_) return std::nullopt;
-  auto hit = cache_->lookup(ProfileKey{key, backend_.name() + "-solution", target_, versions_});
-  if (!hit) return std::nullopt;
-  const std::string& text = hit->description;
-  if (text.size() < 2 || (text[0] != '0' && text[0] != '1') || text[1] != '|') return std::nullopt;
-  StoredSolution solution;
-  solution.proven_optimal = text[0] == '1';
-  std::vector<int> set;
-  int value = -1;
-  for (size_t i = 2; i <= text.size(); ++i) {
-    char c = i < text.size() ? text[i] : ';';
-    if (c >= '0' && c <= '9') {
-      if (value > 1000000) return std::nullopt;
-      value = (value < 0 ? 0 : value * 10) + (c - '0');
-    } else if (c == ',' || c == ';') {
-      if (value < 0) return std::nullopt;
-      set.push_back(value);
-      value = -1;
-      if (c == ';') solution.sets.push_back(std::move(set)), set.clear();
-    } else {
-      return std::nullopt;
-    }
-  }
-  if (solution.sets.empty()) return std::nullopt;
-  return solution;
+  return cache_->lookup_solution(SolutionKey{key, backend_.name(), target_, versions_});
 }
 
 void Profiler::store_solution(uint64_t key, const StoredSolution& solution) {
   if (!cache_ || solution.sets.empty()) return;
-  ProfileEntry e;
-  e.implementable = e.verified = true;
-  e.description = solution.proven_optimal ? "1|" : "0|";
-  for (size_t k = 0; k < solution.sets.size(); ++k) {
-    if (k) e.description += ";";
-    for (size_t i = 0; i < solution.sets[k].size(); ++i) e.description += str_cat(i ? "," : "", solution.sets[k][i]);
-  }
-  cache_->store(ProfileKey{key, backend_.name() + "-solution", target_, versions_}, e);
+  cache_->store_solution(SolutionKey{key, backend_.name(), target_, versions_}, solution);
 }
 
 std::optional<double> Profiler::cached(const PrimGraph& /*g*/, const Kernel& k) {

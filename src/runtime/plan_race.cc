@@ -92,13 +92,13 @@ PlanRace race_against_greedy(const PrimGraph& g, Plan& korch, const Plan& greedy
   race.blp_kernels = static_cast<int>(korch.kernels.size());
   if (same_kernels(korch, greedy)) return race;
   race.raced = true;
-  std::string target = backend->target(), versions = backend->versions(), table = backend->name() + "-plan";
-  ProfileKey korch_key{plan_hash(g, korch), table, target, versions};
-  ProfileKey greedy_key{plan_hash(g, greedy), table, target, versions};
-  std::optional<ProfileEntry> korch_cached, greedy_cached;
+  std::string target = backend->target(), versions = backend->versions();
+  PlanKey korch_key{plan_hash(g, korch), backend->name(), target, versions};
+  PlanKey greedy_key{plan_hash(g, greedy), backend->name(), target, versions};
+  std::optional<PlanTiming> korch_cached, greedy_cached;
   if (cache) {
-    korch_cached = cache->lookup(korch_key);
-    greedy_cached = cache->lookup(greedy_key);
+    korch_cached = cache->lookup_plan_time(korch_key);
+    greedy_cached = cache->lookup_plan_time(greedy_key);
   }
   if (korch_cached && greedy_cached) {
     race.korch_seconds = korch_cached->median_seconds;
@@ -112,14 +112,8 @@ PlanRace race_against_greedy(const PrimGraph& g, Plan& korch, const Plan& greedy
       return race;
     }
     if (cache) {
-      ProfileEntry e;
-      e.implementable = e.verified = true;
-      e.samples = race.rounds;
-      e.description = "end-to-end plan median";
-      e.median_seconds = race.korch_seconds;
-      cache->store(korch_key, e);
-      e.median_seconds = race.greedy_seconds;
-      cache->store(greedy_key, e);
+      cache->store_plan_time(korch_key, PlanTiming{race.korch_seconds, race.rounds});
+      cache->store_plan_time(greedy_key, PlanTiming{race.greedy_seconds, race.rounds});
     }
   }
   race.greedy_kept = race.greedy_seconds < race.korch_seconds * (1 - margin);

@@ -10,9 +10,9 @@
 //
 // Guarantees: the korch plan that comes out is the BLP's or the greedy plan's kernels (its
 // `note` says which and why); both plans ran on the same seeded random inputs with the same
-// thread count, warm-up excluded; the medians are stored in the profile cache (under the
-// backend's name with "-plan", its target and versions, keyed by the graph and the plan's
-// kernels and schedules), so an optimise with a warm cache compiles neither plan again.
+// thread count, warm-up excluded; the medians are stored in the profile cache's plan medians
+// (keyed by the graph and the plan's kernels and schedules, and the backend's name, target and
+// versions), so an optimise with a warm cache compiles neither plan again.
 #pragma once
 #include <memory>
 #include <string>

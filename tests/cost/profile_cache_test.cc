@@ -1,5 +1,6 @@
 // Tests of the persistent profile cache: round trips, key separation (incl. hashes >= 2^63),
-// persistence, counters, refusals, batches, damaged/foreign files, errors and concurrency.
+// persistence, counters, refusals, batches, damaged/foreign files, errors and concurrency; the
+// partition-solution and plan-median tables alike.
 #include "cost/profile_cache.h"
 
 #include <gtest/gtest.h>
@@ -30,6 +31,20 @@ ProfileKey key(uint64_t hash, std::string backend = "cpu", std::string target = 
 
 ProfileEntry measured(double seconds, std::string description = "halide: tile 32x8, vectorize 16") {
   return ProfileEntry{true, true, seconds, 11, std::move(description), 0, {}};
+}
+
+SolutionKey solution_key(uint64_t hash, std::string backend = "cpu", std::string target = "x86-64 avx512f 2 threads",
+                         std::string versions = "halide14 onednn2.6.3 korch0.1") {
+  return SolutionKey{hash, std::move(backend), std::move(target), std::move(versions)};
+}
+
+PlanKey plan_key(uint64_t hash, std::string backend = "cpu", std::string target = "x86-64 avx512f 2 threads",
+                 std::string versions = "halide14 onednn2.6.3 korch0.1") {
+  return PlanKey{hash, std::move(backend), std::move(target), std::move(versions)};
+}
+
+StoredSolution solution(std::vector<std::vector<int>> sets, bool proven_optimal = true) {
+  return StoredSolution{std::move(sets), proven_optimal};
 }
 
 std::string read_all(const std::string& path) {
@@ -93,6 +108,18 @@ class ProfileCacheTest : public ::testing::Test {
     EXPECT_TRUE(warnings_.empty()) << warnings_[0];
     EXPECT_EQ(again.size(), 1);
     EXPECT_EQ(again.lookup(key(1))->median_seconds, 2e-3);
+  }
+
+  // A cache file holding kernel 1 and partition 1 whose meta table claims schema `version`;
+  // returns its bytes.
+  std::string cache_of_schema_version(const std::string& version) {
+    {
+      ProfileCache cache(path_);
+      cache.store(key(1), measured(1.0));
+      cache.store_solution(SolutionKey{1, "cpu", "t", "v"}, StoredSolution{{{0}}, true});
+    }
+    sql(path_, "UPDATE meta SET value = '" + version + "' WHERE key = 'schema_version';");
+    return read_all(path_);
   }
 
   std::string dir_, path_;
@@ -322,20 +349,20 @@ TEST_F(ProfileCacheTest, ForeignMetaTablesAreMovedAside) {
 }
 
 TEST_F(ProfileCacheTest, NewerSchemaIsLeftAloneAndMemoryIsUsed) {
-  {
-    ProfileCache cache(path_);
-    cache.store(key(1), measured(1.0));
-  }
-  sql(path_, "UPDATE meta SET value = '99' WHERE key = 'schema_version';");
-  std::string bytes = read_all(path_);
+  std::string bytes = cache_of_schema_version("99");
   {
     ProfileCache cache(path_, collect());
     ASSERT_EQ(warnings_.size(), 1u);
     EXPECT_NE(warnings_[0].find("newer"), std::string::npos) << warnings_[0];
     EXPECT_EQ(cache.path(), ":memory:");
     EXPECT_FALSE(cache.lookup(key(1)));
+    EXPECT_FALSE(cache.lookup_solution(SolutionKey{1, "cpu", "t", "v"}));
     cache.store(key(2), measured(2.0));
+    cache.store_solution(SolutionKey{2, "cpu", "t", "v"}, StoredSolution{{{0}}, true});
+    cache.store_plan_time(PlanKey{2, "cpu", "t", "v"}, PlanTiming{1.0, 3});
     EXPECT_TRUE(cache.lookup(key(2)));
+    EXPECT_TRUE(cache.lookup_solution(SolutionKey{2, "cpu", "t", "v"}));
+    EXPECT_TRUE(cache.lookup_plan_time(PlanKey{2, "cpu", "t", "v"}));
   }
   EXPECT_EQ(read_all(path_), bytes);
   EXPECT_FALSE(fs::exists(path_ + ".corrupt-1"));
@@ -544,7 +571,229 @@ TEST_F(ProfileCacheTest, SeveralProcessesShareOneFile) {
   EXPECT_EQ(cache.lookup(key(uint64_t{3} << 32 | 199))->median_seconds, 199 * 1e-6);
 }
 
-TEST(ProfilerSolutions, RoundTripThroughTheCacheAndRejectGarbage) {
+TEST(SolutionSetsText, RoundTripsAndIsStrict) {
+  std::vector<std::vector<int>> sets = {{0, 1, 2}, {3}, {4, 5}, {2147483647}};
+  EXPECT_EQ(encode_solution_sets(sets), "0,1,2;3;4,5;2147483647");
+  EXPECT_EQ(decode_solution_sets(encode_solution_sets(sets)), sets);
+  EXPECT_EQ(decode_solution_sets("7"), (std::vector<std::vector<int>>{{7}}));
+  for (const char* text : {"",     ";",    ",",   "1;", ";1", "1,", "1,,2", "1;;2",       "a",
+                           "1 ,2", " 1",   "1\n", "-1", "+1", "01", "0,00", "2147483648", "99999999999999999999",
+                           "1|0",  "1;2;x"}) {
+    EXPECT_FALSE(decode_solution_sets(text)) << text;
+  }
+}
+
+TEST_F(ProfileCacheTest, SolutionsAndPlanTimesRoundTripAndPersist) {
+  const uint64_t big = 0xFEDCBA9876543210ull;  // > 2^63
+  {
+    ProfileCache cache(path_, collect());
+    EXPECT_FALSE(cache.lookup_solution(solution_key(big)));
+    EXPECT_FALSE(cache.lookup_plan_time(plan_key(big)));
+    cache.store_solution(solution_key(big), solution({{0, 1, 2}, {3}, {4, 5}}, true));
+    cache.store_solution(solution_key(5), solution({{1, 0}}, false));  // order within a set is kept
+    cache.store_plan_time(plan_key(big), PlanTiming{1.0 / 3, 25});
+    cache.store_plan_time(plan_key(6), PlanTiming{0.0, 1});
+    auto got = cache.lookup_solution(solution_key(big));
+    ASSERT_TRUE(got);
+    EXPECT_EQ(got->sets, (std::vector<std::vector<int>>{{0, 1, 2}, {3}, {4, 5}}));
+    EXPECT_TRUE(got->proven_optimal);
+    EXPECT_EQ(cache.hits(), 1);
+    EXPECT_EQ(cache.misses(), 2);
+    // Upserts.
+    cache.store_solution(solution_key(big), solution({{0, 1, 2, 3, 4, 5}}, false));
+    cache.store_plan_time(plan_key(6), PlanTiming{2e-3, 7});
+  }
+  ProfileCache cache(path_, collect());
+  EXPECT_TRUE(warnings_.empty());
+  EXPECT_EQ(cache.size(), 4);
+  auto sol = cache.lookup_solution(solution_key(big));
+  ASSERT_TRUE(sol);
+  EXPECT_EQ(sol->sets, (std::vector<std::vector<int>>{{0, 1, 2, 3, 4, 5}}));
+  EXPECT_FALSE(sol->proven_optimal);
+  EXPECT_EQ(cache.lookup_solution(solution_key(5))->sets, (std::vector<std::vector<int>>{{1, 0}}));
+  auto t = cache.lookup_plan_time(plan_key(big));
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->median_seconds, 1.0 / 3);  // bit-exact
+  EXPECT_EQ(t->rounds, 25);
+  EXPECT_EQ(cache.lookup_plan_time(plan_key(6))->median_seconds, 2e-3);
+  EXPECT_EQ(cache.lookup_plan_time(plan_key(6))->rounds, 7);
+}
+
+TEST_F(ProfileCacheTest, EveryKeyPartSeparatesSolutionsAndPlanTimes) {
+  ProfileCache cache(path_);
+  const uint64_t big = 0xFFFFFFFFFFFFFFF0ull;
+  cache.store_solution(solution_key(big), solution({{0}}));
+  cache.store_plan_time(plan_key(big), PlanTiming{1.0, 9});
+  for (uint64_t other : {uint64_t{big & 0x7FFFFFFFFFFFFFFFull}, uint64_t{big + 1}, uint64_t{0}}) {
+    EXPECT_FALSE(cache.lookup_solution(solution_key(other)));
+    EXPECT_FALSE(cache.lookup_plan_time(plan_key(other)));
+  }
+  EXPECT_FALSE(cache.lookup_solution(solution_key(big, "gpu")));
+  EXPECT_FALSE(cache.lookup_solution(solution_key(big, "cpu", "x86-64 avx512f 4 threads")));
+  EXPECT_FALSE(cache.lookup_solution(solution_key(big, "cpu", "x86-64 avx512f 2 threads", "korch0.2")));
+  EXPECT_FALSE(cache.lookup_solution(solution_key(big, "", "", "")));
+  EXPECT_FALSE(cache.lookup_plan_time(plan_key(big, "gpu")));
+  EXPECT_FALSE(cache.lookup_plan_time(plan_key(big, "cpu", "x86-64 avx512f 4 threads")));
+  EXPECT_FALSE(cache.lookup_plan_time(plan_key(big, "cpu", "x86-64 avx512f 2 threads", "korch0.2")));
+  EXPECT_FALSE(cache.lookup_plan_time(plan_key(big, "", "", "")));
+  // The same four-part key in the three tables: three separate rows.
+  EXPECT_FALSE(cache.lookup(key(big)));
+  cache.store(key(big), measured(5.0));
+  EXPECT_EQ(cache.lookup(key(big))->median_seconds, 5.0);
+  EXPECT_EQ(cache.lookup_solution(solution_key(big))->sets, (std::vector<std::vector<int>>{{0}}));
+  EXPECT_EQ(cache.lookup_plan_time(plan_key(big))->median_seconds, 1.0);
+  EXPECT_EQ(cache.size(), 3);
+}
+
+TEST_F(ProfileCacheTest, RejectsInvalidSolutionsAndPlanTimes) {
+  ProfileCache cache(path_);
+  EXPECT_THROW(cache.store_solution(solution_key(1), solution({})), Error);
+  EXPECT_THROW(cache.store_solution(solution_key(1), solution({{0}, {}})), Error);
+  EXPECT_THROW(cache.store_solution(solution_key(1), solution({{0, -1}})), Error);
+  EXPECT_THROW(cache.store_plan_time(plan_key(1), PlanTiming{std::nan(""), 5}), Error);
+  EXPECT_THROW(cache.store_plan_time(plan_key(1), PlanTiming{-1e-3, 5}), Error);
+  EXPECT_THROW(cache.store_plan_time(plan_key(1), PlanTiming{INFINITY, 5}), Error);
+  EXPECT_THROW(cache.store_plan_time(plan_key(1), PlanTiming{1e-3, 0}), Error);
+  cache.begin_batch();  // refused in a batch too, not at commit
+  EXPECT_THROW(cache.store_plan_time(plan_key(1), PlanTiming{1e-3, -2}), Error);
+  EXPECT_THROW(cache.store_solution(solution_key(1), solution({{}})), Error);
+  cache.commit_batch();
+  EXPECT_EQ(cache.size(), 0);
+}
+
+TEST_F(ProfileCacheTest, BatchHoldsSolutionsAndPlanTimesUntilCommit) {
+  ProfileCache cache(path_);
+  ProfileCache other(path_);
+  cache.store_solution(solution_key(1), solution({{0}}, false));
+  cache.begin_batch();
+  cache.store(key(2), measured(2.0));
+  cache.store_solution(solution_key(1), solution({{0, 1}}, true));  // overwrites a stored row
+  cache.store_solution(solution_key(3), solution({{2}, {0, 1}}));
+  cache.store_plan_time(plan_key(4), PlanTiming{4e-3, 8});
+  // Visible to this object's lookups and counted, not yet written.
+  EXPECT_EQ(cache.lookup_solution(solution_key(1))->sets, (std::vector<std::vector<int>>{{0, 1}}));
+  EXPECT_EQ(cache.lookup_solution(solution_key(3))->sets, (std::vector<std::vector<int>>{{2}, {0, 1}}));
+  EXPECT_EQ(cache.lookup_plan_time(plan_key(4))->rounds, 8);
+  EXPECT_EQ(cache.size(), 4);
+  EXPECT_EQ(other.size(), 1);
+  EXPECT_FALSE(other.lookup_solution(solution_key(1))->proven_optimal);
+  EXPECT_FALSE(other.lookup_plan_time(plan_key(4)));
+  cache.commit_batch();
+  EXPECT_EQ(other.size(), 4);
+  EXPECT_TRUE(other.lookup_solution(solution_key(1))->proven_optimal);
+  EXPECT_EQ(other.lookup_solution(solution_key(3))->sets, (std::vector<std::vector<int>>{{2}, {0, 1}}));
+  EXPECT_EQ(other.lookup_plan_time(plan_key(4))->median_seconds, 4e-3);
+  EXPECT_TRUE(other.lookup(key(2)));
+
+  // A batch left open when the object goes away is written by the destructor.
+  {
+    ProfileCache batch(path_);
+    batch.begin_batch();
+    batch.store_solution(solution_key(5), solution({{9}}));
+    batch.store_plan_time(plan_key(5), PlanTiming{5.0, 3});
+  }
+  EXPECT_EQ(other.size(), 6);
+  EXPECT_EQ(other.lookup_plan_time(plan_key(5))->median_seconds, 5.0);
+}
+
+TEST_F(ProfileCacheTest, DamagedSolutionAndPlanRowsReadAsMisses) {
+  {
+    ProfileCache cache(path_);
+    for (uint64_t h = 1; h <= 6; ++h) {
+      cache.store_solution(solution_key(h), solution({{0, 1}, {2}}, true));
+      cache.store_plan_time(plan_key(h), PlanTiming{h * 1e-3, 7});
+    }
+  }
+  // Structurally valid edits only the checksum (or the strict parse) can tell.
+  sql(path_,
+      "UPDATE solutions SET sets = '0,1;3' WHERE partition_hash = '0000000000000001';"
+      "UPDATE solutions SET proven_optimal = 0 WHERE partition_hash = '0000000000000002';"
+      "UPDATE solutions SET sets = '0,,1' WHERE partition_hash = '0000000000000003';"
+      "UPDATE solutions SET proven_optimal = 7 WHERE partition_hash = '0000000000000004';"
+      "UPDATE solutions SET target = 'x86-64 avx512f 8 threads' WHERE partition_hash = '0000000000000005';"
+      "UPDATE plan_times SET median_seconds = 5e-9 WHERE plan_hash = '0000000000000001';"
+      "UPDATE plan_times SET rounds = 8 WHERE plan_hash = '0000000000000002';"
+      "UPDATE plan_times SET median_seconds = 'fast' WHERE plan_hash = '0000000000000003';"
+      "UPDATE plan_times SET rounds = -1 WHERE plan_hash = '0000000000000004';"
+      "UPDATE plan_times SET backend = 'gpu' WHERE plan_hash = '0000000000000005';");
+  ProfileCache cache(path_, collect());
+  EXPECT_TRUE(warnings_.empty());
+  for (uint64_t h = 1; h <= 4; ++h) {
+    SCOPED_TRACE(h);
+    warnings_.clear();
+    EXPECT_FALSE(cache.lookup_solution(solution_key(h)));
+    ASSERT_EQ(warnings_.size(), 1u);
+    EXPECT_NE(warnings_[0].find("solution for partition 000000000000000" + std::to_string(h)), std::string::npos)
+        << warnings_[0];
+    EXPECT_NE(warnings_[0].find("damaged"), std::string::npos) << warnings_[0];
+    warnings_.clear();
+    EXPECT_FALSE(cache.lookup_plan_time(plan_key(h)));
+    ASSERT_EQ(warnings_.size(), 1u);
+    EXPECT_NE(warnings_[0].find("median for plan 000000000000000" + std::to_string(h)), std::string::npos)
+        << warnings_[0];
+  }
+  warnings_.clear();
+  // Rows moved to another key read as misses there too (the checksum covers the key).
+  EXPECT_FALSE(cache.lookup_solution(solution_key(5)));
+  EXPECT_FALSE(cache.lookup_solution(solution_key(5, "cpu", "x86-64 avx512f 8 threads")));
+  EXPECT_FALSE(cache.lookup_plan_time(plan_key(5)));
+  EXPECT_FALSE(cache.lookup_plan_time(plan_key(5, "gpu")));
+  EXPECT_EQ(warnings_.size(), 2u);
+  // Untouched rows are intact, and storing again repairs a damaged one.
+  EXPECT_TRUE(cache.lookup_solution(solution_key(6))->proven_optimal);
+  EXPECT_EQ(cache.lookup_plan_time(plan_key(6))->median_seconds, 6e-3);
+  EXPECT_EQ(cache.size(), 12);
+  cache.store_solution(solution_key(3), solution({{0}}));
+  cache.store_plan_time(plan_key(3), PlanTiming{3e-3, 7});
+  EXPECT_TRUE(cache.lookup_solution(solution_key(3)));
+  EXPECT_TRUE(cache.lookup_plan_time(plan_key(3)));
+}
+
+TEST_F(ProfileCacheTest, OlderSchemaIsMovedAsideAndRebuilt) {
+  std::string bytes = cache_of_schema_version("3");
+  {
+    ProfileCache cache(path_, collect());
+    ASSERT_EQ(warnings_.size(), 1u);
+    EXPECT_NE(warnings_[0].find("old schema version 3"), std::string::npos) << warnings_[0];
+    EXPECT_NE(warnings_[0].find(".corrupt-1"), std::string::npos) << warnings_[0];
+    EXPECT_EQ(cache.path(), path_);
+    EXPECT_EQ(cache.size(), 0);
+    cache.store_solution(solution_key(1), solution({{0}}));
+  }
+  EXPECT_EQ(read_all(path_ + ".corrupt-1"), bytes);  // the old rows stay readable there
+  warnings_.clear();
+  ProfileCache cache(path_, collect());
+  EXPECT_TRUE(warnings_.empty());
+  EXPECT_TRUE(cache.lookup_solution(solution_key(1)));
+}
+
+TEST_F(ProfileCacheTest, SolutionAndPlanTableLayoutsAreChecked) {
+  const char* const kBreakages[] = {
+      "DROP TABLE solutions;",
+      "DROP TABLE plan_times;",
+      // Same columns, no primary key: upserts would duplicate.
+      "DROP TABLE solutions; CREATE TABLE solutions(partition_hash TEXT, backend TEXT, target TEXT, versions TEXT, "
+      "sets TEXT, proven_optimal INTEGER, checksum INTEGER, stored_at INTEGER);",
+      "ALTER TABLE plan_times ADD COLUMN note TEXT;",
+      "CREATE INDEX plan_times_by_median ON plan_times(median_seconds);",
+  };
+  int n = 0;
+  for (const char* breakage : kBreakages) {
+    SCOPED_TRACE(breakage);
+    { ProfileCache cache(path_); }
+    sql(path_, breakage);
+    warnings_.clear();
+    ProfileCache cache(path_, collect());
+    ASSERT_EQ(warnings_.size(), 1u);
+    EXPECT_NE(warnings_[0].find("tables differ"), std::string::npos) << warnings_[0];
+    EXPECT_TRUE(fs::exists(str_cat(path_, ".corrupt-", ++n)));
+    cache.store_solution(solution_key(1), solution({{0}}));
+    cache.store_plan_time(plan_key(1), PlanTiming{1.0, 1});
+    EXPECT_EQ(cache.size(), 2);
+  }
+}
+
+TEST(ProfilerSolutions, RoundTripThroughTheSolutionTable) {
   ProfileCache cache(":memory:");
   auto cpu2 = make_backend("cpu", BackendOptions{2});
   Profiler profiler(*cpu2, &cache);
@@ -558,18 +807,21 @@ TEST(ProfilerSolutions, RoundTripThroughTheCacheAndRejectGarbage) {
   EXPECT_EQ(back->sets, s.sets);
   EXPECT_TRUE(back->proven_optimal);
   EXPECT_FALSE(profiler.stored_solution(43).has_value());
+  // Kept in the solution table under the backend's name, target and versions.
+  auto row = cache.lookup_solution(SolutionKey{42, "cpu", cpu2->target(), cpu2->versions()});
+  ASSERT_TRUE(row);
+  EXPECT_EQ(row->sets, s.sets);
+  EXPECT_FALSE(cache.lookup(ProfileKey{42, "cpu", cpu2->target(), cpu2->versions()}));
   // Another thread count is another target: not shared.
   auto cpu1 = make_backend("cpu", BackendOptions{1});
   Profiler other(*cpu1, &cache);
   EXPECT_FALSE(other.stored_solution(42).has_value());
-  // Rows whose text is not a solution read as none.
-  for (const char* text : {"", "1|", "2|0", "1|0,,1", "1|a", "1|0;", "10"}) {
-    ProfileEntry e;
-    e.implementable = e.verified = true;
-    e.description = text;
-    cache.store(ProfileKey{7, "cpu-solution", cpu2->target(), cpu2->versions()}, e);
-    EXPECT_FALSE(profiler.stored_solution(7).has_value()) << text;
-  }
+  // A solution without kernels is not stored (the cache would refuse it).
+  profiler.store_solution(44, KernelMeasurer::StoredSolution{});
+  EXPECT_FALSE(profiler.stored_solution(44).has_value());
+  // A kernel row under the same hash is not a solution.
+  cache.store(ProfileKey{7, "cpu", cpu2->target(), cpu2->versions()}, measured(1.0, "1|0,1"));
+  EXPECT_FALSE(profiler.stored_solution(7).has_value());
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <array>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -133,10 +134,26 @@ OptimizeRun run_optimizer(const PrimGraph& g, OptimizeFlags f, const std::string
   return run;
 }
 
-void print_summary(const OptimizeRun& run, const MachineFigures& m) {
-  const OptimizeResult& r = run.result;
+// Shared by print_summary() and summary_json().
+int reused_partitions(const OptimizeResult& r) {
   int reused = 0;
   for (const auto& p : r.partitions) reused += p.same_as >= 0;
+  return reused;
+}
+// The partitions the summary names: those neither proven optimal nor reused.
+bool noteworthy(const PartitionReport& p) {
+  return p.status != "optimal" && p.status != "reused" && p.status != "optimal (stored solution)";
+}
+std::array<const Plan*, 4> summary_plans(const OptimizeResult& r) {
+  return {&r.per_primitive, &r.per_op, &r.greedy, &r.korch};
+}
+double predicted_speedup_vs_greedy(const OptimizeResult& r) {
+  return r.greedy.predicted_seconds() / std::max(r.korch.predicted_seconds(), 1e-12);
+}
+
+void print_summary(const OptimizeRun& run, const MachineFigures& m) {
+  const OptimizeResult& r = run.result;
+  int reused = reused_partitions(r);
   std::cout << "machine: " << m.bandwidth_gbs << " GB/s, " << m.gemm_gflops << " GFLOP/s GEMM, " << m.vector_gops
             << " Gop/s vector, " << m.kernel_overhead_us << " us/kernel (" << m.source << ")\n";
   std::cout << "partitions: " << r.partitions.size() << " (" << r.num_unique_partitions << " solved, " << reused
@@ -153,16 +170,15 @@ void print_summary(const OptimizeRun& run, const MachineFigures& m) {
               << " partitions took a stored solution\n  cache: " << run.cache_path << "\n"
               << std::defaultfloat;
   for (const auto& p : r.partitions)
-    if (p.status != "optimal" && p.status != "reused" && p.status != "optimal (stored solution)")
+    if (noteworthy(p))
       std::cout << "  partition " << p.index << " (" << p.num_prims << " primitives): " << p.status << "\n";
   std::cout << "\n"
             << std::left << std::setw(16) << "plan" << std::setw(10) << "kernels"
             << "predicted (ms)\n";
-  for (const Plan* plan : {&r.per_primitive, &r.per_op, &r.greedy, &r.korch})
+  for (const Plan* plan : summary_plans(r))
     std::cout << std::setw(16) << plan->strategy << std::setw(10) << plan->kernels.size() << std::setprecision(3)
               << plan->predicted_seconds() * 1e3 << "\n";
-  std::cout << "korch vs greedy: " << std::setprecision(3)
-            << r.greedy.predicted_seconds() / std::max(r.korch.predicted_seconds(), 1e-12) << "x (predicted)\n"
+  std::cout << "korch vs greedy: " << std::setprecision(3) << predicted_speedup_vs_greedy(r) << "x (predicted)\n"
             << std::defaultfloat;
   if (run.race.greedy_kept)
     std::cout << "(the BLP's plan: " << run.race.blp_kernels << " kernels, predicted " << std::setprecision(3)
@@ -173,13 +189,78 @@ void print_summary(const OptimizeRun& run, const MachineFigures& m) {
   if (run.race.raced) std::cout << "plan race: " << r.korch.note << "\n";
 }
 
+// The facts print_summary() prints, as JSON (korch optimize --json).
+nlohmann::json summary_json(const std::string& model_path, const PrimGraph& g, const OptimizeRun& run,
+                            const MachineFigures& m) {
+  const OptimizeResult& r = run.result;
+  nlohmann::json j;
+  j["model"] = model_path;
+  j["primitives"] = g.num_prims();
+  j["cost_model"] = run.measured ? "measured" : "analytic";
+  j["backend"] = run.backend;  // the measuring backend ("" with analytic costs)
+  j["machine"] = {{"bandwidth_gbs", m.bandwidth_gbs},
+                  {"gemm_gflops", m.gemm_gflops},
+                  {"vector_gops", m.vector_gops},
+                  {"kernel_overhead_us", m.kernel_overhead_us},
+                  {"source", m.source}};
+  j["partitions"] = {
+      {"total", r.partitions.size()}, {"solved", r.num_unique_partitions}, {"reused", reused_partitions(r)}};
+  j["candidates"] = r.num_candidates;
+  j["priced"] = r.num_priced;
+  j["measured"] = r.num_measured;
+  j["dropped"] = r.num_dropped;
+  j["mismatches"] = run.profile.mismatches;
+  j["solver_seconds"] = r.solver_seconds;
+  j["total_seconds"] = r.total_seconds;
+  j["all_optimal"] = r.all_optimal;
+  j["not_optimal_partitions"] = nlohmann::json::array();
+  for (const auto& p : r.partitions)
+    if (noteworthy(p))
+      j["not_optimal_partitions"].push_back({{"index", p.index}, {"primitives", p.num_prims}, {"status", p.status}});
+  // Measured costs only (null with analytic costs): the profiler's side of the run.
+  j["profiling"] = nullptr;
+  if (run.measured)
+    j["profiling"] = {{"timed_now", run.profile.measured},
+                      {"from_cache", run.profile.cache_hits},
+                      {"blp_solves", r.solve_rounds},
+                      {"seconds", run.profile.seconds},
+                      {"stored_solutions", r.num_stored_solutions}};
+  j["plans"] = nlohmann::json::array();
+  for (const Plan* plan : summary_plans(r))
+    j["plans"].push_back({{"strategy", plan->strategy},
+                          {"kernels", plan->kernels.size()},
+                          {"predicted_seconds", plan->predicted_seconds()}});
+  j["predicted_speedup_vs_greedy"] = predicted_speedup_vs_greedy(r);
+  j["plan_race"] = {{"raced", run.race.raced},
+                    {"greedy_kept", run.race.greedy_kept},
+                    {"note", r.korch.note},
+                    {"korch_seconds", run.race.korch_seconds},
+                    {"greedy_seconds", run.race.greedy_seconds},
+                    {"rounds", run.race.rounds},
+                    {"blp_kernels", run.race.blp_kernels},
+                    {"blp_predicted_seconds", run.race.blp_predicted_seconds}};
+  j["cache"] = run.measured ? nlohmann::json(run.cache_path) : nlohmann::json(nullptr);
+  return j;
+}
+
+void write_json(const nlohmann::json& j, const std::string& path) {
+  std::ofstream f(path);
+  if (!f) fail("cannot write '", path, "'");
+  f << j.dump(2) << "\n";
+  if (!f.flush()) fail("cannot write '", path, "'");
+  std::cout << "wrote " << path << "\n";
+}
+
 int run_optimize(const std::string& model_path, const std::vector<std::string>& shapes, const std::string& out,
-                 const std::string& dot_path, const std::string& baseline_dir, const OptimizeFlags& flags) {
+                 const std::string& dot_path, const std::string& baseline_dir, const std::string& json_path,
+                 const OptimizeFlags& flags) {
   ImportedModel m = import_onnx_file(model_path, import_options(shapes));
   std::cout << "model: " << model_path << "  (" << m.graph.num_prims() << " primitives)\n";
   OptimizeRun run = run_optimizer(m.graph, flags, "measured");
   const OptimizeResult& r = run.result;
-  print_summary(run, machine_from(flags));
+  MachineFigures machine = machine_from(flags);
+  print_summary(run, machine);
+  if (!json_path.empty()) write_json(summary_json(model_path, m.graph, run, machine), json_path);
   if (!out.empty()) {
     save_plan(m.graph, r.korch, out);
     std::cout << "wrote " << out << "\n";
@@ -366,12 +447,7 @@ int run_bench(const std::string& model_path, const std::vector<std::string>& sha
   j["optimize_seconds"] = r.total_seconds;
   j["candidates"] = r.num_candidates;
   j["measured_kernels"] = r.num_measured;
-  if (!json_path.empty()) {
-    std::ofstream f(json_path);
-    if (!f) fail("cannot write '", json_path, "'");
-    f << j.dump(2) << "\n";
-    std::cout << "wrote " << json_path << "\n";
-  }
+  if (!json_path.empty()) write_json(j, json_path);
   return 0;
 }
 
@@ -450,7 +526,7 @@ int main(int argc, char** argv) {
   check->add_option("--atol", tol.atol, "Absolute tolerance (default 1e-4)");
   check->add_option("--rtol", tol.rtol, "Relative tolerance (default 1e-3)");
 
-  std::string plan_spec, out_path, machine_out;
+  std::string plan_spec, out_path, machine_out, json_path;
   int threads = 2;
   korch::OptimizeFlags flags;
   auto add_optimize_flags = [&](CLI::App* cmd) {
@@ -480,6 +556,7 @@ int main(int argc, char** argv) {
   std::string baseline_dir;
   opt->add_option("--baselines", baseline_dir,
                   "Also write greedy.json, per-op.json, per-primitive.json into this folder");
+  opt->add_option("--json", json_path, "Write the summary as JSON");
   opt->add_option("--input-shape", shapes, "Fix an input shape: NAME=D0,D1,...");
   add_optimize_flags(opt);
 
@@ -499,7 +576,6 @@ int main(int argc, char** argv) {
   add_optimize_flags(runc);
 
   int rounds = 20;
-  std::string json_path;
   CLI::App* bench = app.add_subcommand("bench", "Measure per-op, greedy and korch plans side by side");
   bench->add_option("model", model_path, "ONNX model file")->required();
   bench->add_option("--rounds", rounds, "Interleaved rounds (default 20)");
@@ -524,7 +600,7 @@ int main(int argc, char** argv) {
   try {
     if (*inspect) return korch::run_inspect(model_path, shapes, dot_path, print);
     if (*check) return korch::run_check(case_dir, backend, shapes, tol, plan_spec, flags);
-    if (*opt) return korch::run_optimize(model_path, shapes, out_path, dot_path, baseline_dir, flags);
+    if (*opt) return korch::run_optimize(model_path, shapes, out_path, dot_path, baseline_dir, json_path, flags);
     if (*cal) return korch::run_calibrate(threads, machine_out);
     if (*exp) return korch::run_export(model_path, shapes, export_plan, export_out, threads);
     if (*bench) return korch::run_bench(model_path, shapes, std::max(rounds, 3), json_path, flags);
