@@ -100,6 +100,9 @@ struct OptimizeOptions {
   // "measured" only: time the BLP's plan and the greedy plan end to end and keep the greedy
   // plan's kernels when they are faster by more than 2% (Plan::note says which won).
   bool plan_race = true;
+  // "measured" only: seconds of profiling after which the plan is chosen among the kernels
+  // measured by then (0: no budget).
+  double budget_seconds = 0;
 };
 
 // A kernel orchestration of one model: which primitives each kernel computes.

@@ -152,6 +152,7 @@ Plan optimize(const Model& model, const OptimizeOptions& o) {
     s.max_partition_prims = o.max_partition_prims;
     s.solver_time_limit = o.time_limit;
     s.plan_race = o.plan_race;
+    s.budget_seconds = o.budget_seconds;
     ModelOptimizeRun run = optimize_model(model.impl()->m.graph, s);
     return Plan(std::make_shared<const Plan::Impl>(Plan::Impl{model, std::move(run.result.korch)}));
   });

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <optional>
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
@@ -90,6 +91,9 @@ class PricedCache {
     return true;
   }
   bool measuring() const { return measurer_ != nullptr; }
+  // The profiling budget: no kernel is measured after `deadline` (none: never past it).
+  void set_deadline(Clock::time_point deadline) { deadline_ = deadline; }
+  bool past_budget() const { return deadline_ && Clock::now() >= *deadline_; }
   int size() const { return static_cast<int>(cache_.size()); }
   // Structures the lazy loop asked to measure (timed now or found in the profile cache);
   // cache entries taken up front but never chosen do not count.
@@ -121,18 +125,22 @@ class PricedCache {
   }
   std::unordered_map<uint64_t, bool> implementable_;
   double min_ratio_[2] = {0, 0};
+  std::optional<Clock::time_point> deadline_;
 };
 
+// A baseline plan. With a measurer its kernels are measured: in full for the greedy plan (the plan
+// korch must never lose to), and for the others while the profiling budget lasts (then a
+// kernel takes a measurement an earlier run cached, or the estimate).
 Plan make_plan(const PrimGraph& g, std::string strategy, std::vector<Kernel> kernels, PricedCache& prices,
-               const std::string& cost_name) {
+               const std::string& cost_name, bool measure_in_full) {
   Plan plan;
   plan.strategy = std::move(strategy);
   plan.cost_model = cost_name;
   for (Kernel& k : kernels) {
-    // Baselines are measured in full. A fused baseline kernel the backend cannot generate is
-    // split into single-primitive kernels (those run on the reference fallback only when no
-    // backend generates them either), as a compiler would fall back to unfused code.
-    if (prices.measuring()) {
+    // A fused baseline kernel the backend cannot generate is split into single-primitive kernels
+    // (those run on the reference fallback only when no backend generates them either), as a
+    // compiler would fall back to unfused code.
+    if (prices.measuring() && (measure_in_full || !prices.past_budget())) {
       if (k.prims.size() > 1 && !prices.measure(k, false)) {
         for (PrimId p : k.prims) {
           Kernel single = make_kernel(g, {p});
@@ -143,6 +151,7 @@ Plan make_plan(const PrimGraph& g, std::string strategy, std::vector<Kernel> ker
       }
       prices.measure(k, true);
     } else {
+      prices.take_cached(k);
       prices.price(k);
     }
     plan.kernels.push_back(k);
@@ -401,8 +410,21 @@ bool measure_choice(const std::vector<int>& chosen, std::vector<Kernel>& cands, 
 
 struct PartitionChoice {
   SelectionResult selection;  // chosen: indices into the candidates
-  bool capped = false;        // profiling stopped at max_profiling_rounds
+  bool capped = false;        // profiling stopped at max_profiling_rounds or the budget
+  bool budget_spent = false;  // ... at the budget
 };
+
+// Stops profiling a partition: its unmeasured candidates are dropped, so that the rounds left
+// choose among measured kernels. At the budget, single primitives stay (measured only if chosen):
+// the greedy kernels, measured in full, need not cover a partition on their own where one of
+// them spans two partitions.
+void stop_profiling(std::vector<Kernel>& cands, std::vector<char>& dropped, PricedCache& prices,
+                    PartitionChoice& choice, bool budget) {
+  choice.capped = true;
+  choice.budget_spent = choice.budget_spent || budget;
+  for (size_t i = 0; i < cands.size(); ++i)
+    if (!prices.is_measured(cands[i]) && !(budget && cands[i].prims.size() == 1)) dropped[i] = 1;
+}
 
 // Solves a partition's BLP. Without a measurer, once. With one (lazy profiling): solve, measure
 // what the optimum uses, drop what cannot be built, re-solve, until the optimum is made of
@@ -420,6 +442,7 @@ PartitionChoice choose_kernels(const PrimGraph& g, const Partition& part, std::v
       if (!dropped[i]) prices.take_cached(cands[i]);
   PartitionChoice choice;
   SelectionResult& sel = choice.selection;
+  if (prices.measuring() && prices.past_budget()) stop_profiling(cands, dropped, prices, choice, true);
   int profiling_rounds = 0;
   std::vector<int> previous;  // last round's choice (candidate indices)
   bool full_solve = !prices.measuring();
@@ -441,11 +464,11 @@ PartitionChoice choose_kernels(const PrimGraph& g, const Partition& part, std::v
       continue;
     }
     full_solve = false;
-    if (++profiling_rounds >= options.max_profiling_rounds && !choice.capped) {
-      choice.capped = true;
-      for (size_t i = 0; i < cands.size(); ++i)
-        if (!prices.is_measured(cands[i])) dropped[i] = 1;
-    }
+    if (choice.capped) continue;
+    if (prices.past_budget())
+      stop_profiling(cands, dropped, prices, choice, true);
+    else if (++profiling_rounds >= options.max_profiling_rounds)
+      stop_profiling(cands, dropped, prices, choice, false);
   }
   return choice;
 }
@@ -462,14 +485,19 @@ std::vector<std::vector<PrimId>> solve_partition(const PrimGraph& g, const Parti
   PartitionChoice choice = choose_kernels(g, part, cands, warm, prices, options, result, report);
   const SelectionResult& sel = choice.selection;
   report.status = sel.status;
-  if (choice.capped)
+  if (choice.budget_spent)
+    report.status =
+        str_cat(sel.status, " over the measured kernels (profiling budget of ", options.budget_seconds, " s spent)");
+  else if (choice.capped)
     report.status = str_cat(sel.status, " over the measured kernels (profiling capped after ",
                             options.max_profiling_rounds, " rounds)");
+  result.budget_spent = result.budget_spent || choice.budget_spent;
   // Optimal over the measured kernels only is not proven optimal.
   result.all_optimal = result.all_optimal && sel.proven_optimal && !choice.capped;
   std::vector<std::vector<PrimId>> sets;
   for (int k : sel.chosen) sets.push_back(cands[k].prims);
-  if (prices.measuring()) {
+  // A choice cut short by the budget is not stored: a later run with time to spare solves again.
+  if (prices.measuring() && !choice.budget_spent) {
     KernelMeasurer::StoredSolution solution;
     solution.proven_optimal = sel.proven_optimal && !choice.capped;
     for (const auto& set : sets) {
@@ -506,13 +534,16 @@ OptimizeResult optimize(const PrimGraph& g, CostModel& cost, const OptimizeOptio
   auto start = Clock::now();
   OptimizeResult result;
   PricedCache prices(g, cost, options.measurer);
+  if (options.budget_seconds > 0)
+    prices.set_deadline(
+        start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(options.budget_seconds)));
   std::string cost_name = options.measurer ? options.measurer->name() : cost.name();
 
   // 1. Baselines under the same prices.
-  result.greedy = make_plan(g, "greedy", kernels_from_groups(g, greedy_groups(g)), prices, cost_name);
-  result.per_op = make_plan(g, "per-op", kernels_from_groups(g, per_op_groups(g)), prices, cost_name);
+  result.greedy = make_plan(g, "greedy", kernels_from_groups(g, greedy_groups(g)), prices, cost_name, true);
+  result.per_op = make_plan(g, "per-op", kernels_from_groups(g, per_op_groups(g)), prices, cost_name, false);
   result.per_primitive =
-      make_plan(g, "per-primitive", kernels_from_groups(g, per_primitive_groups(g)), prices, cost_name);
+      make_plan(g, "per-primitive", kernels_from_groups(g, per_primitive_groups(g)), prices, cost_name, false);
 
   // 2. Partitions that never split a baseline kernel.
   PartitionOptions popts = options.partition;

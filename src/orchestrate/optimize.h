@@ -32,6 +32,11 @@ struct OptimizeOptions {
   // none (53, 54 and 76 BLP solves); yolox_nano tiny 462 with 4, 351 with none (44, 66 solves).
   // One is kept against partitions that churn (each round is one of max_profiling_rounds).
   int rivals_per_round = 1;
+  // Seconds from the start of optimize() after which no more kernels are measured (0: no
+  // budget): partitions not finished then choose among the kernels measured so far (the baseline
+  // plans' kernels always are, so no partition is priced above its greedy kernels), and their
+  // status says so.
+  double budget_seconds = 0;
   // When set, costs are measured lazily: solve with the cost model's (analytic lower-bound)
   // prices, measure the kernels the optimum uses, re-solve, until the optimum uses only
   // measured kernels; baseline plans are measured in full.
@@ -61,6 +66,7 @@ struct OptimizeResult {
   double solver_seconds = 0;
   double total_seconds = 0;
   bool all_optimal = true;
+  bool budget_spent = false;  // the profiling budget ran out (OptimizeOptions::budget_seconds)
 };
 
 OptimizeResult optimize(const PrimGraph& g, CostModel& cost, const OptimizeOptions& options = {});

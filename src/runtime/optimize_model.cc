@@ -17,6 +17,7 @@ void check_settings(const ModelOptimizeSettings& s) {
   if (s.max_kernel_prims < 1) fail("the kernel bound (max kernel primitives) must be at least 1");
   if (s.max_partition_prims < 2) fail("the partition bound (max partition primitives) must be at least 2");
   if (!(s.solver_time_limit > 0)) fail("the solver time limit must be positive");
+  if (!(s.budget_seconds >= 0)) fail("the profiling budget must be a number of seconds >= 0 (0: none)");
 }
 
 OptimizeOptions optimize_options(const ModelOptimizeSettings& s) {
@@ -24,6 +25,7 @@ OptimizeOptions optimize_options(const ModelOptimizeSettings& s) {
   options.candidates.max_prims = s.max_kernel_prims;
   options.partition.max_prims = s.max_partition_prims;
   options.solver_time_limit = s.solver_time_limit;
+  options.budget_seconds = s.budget_seconds;
   return options;
 }
 

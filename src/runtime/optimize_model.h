@@ -25,6 +25,7 @@ struct ModelOptimizeSettings {
   int max_partition_prims = 64;
   double solver_time_limit = 60;
   bool plan_race = true;
+  double budget_seconds = 0;                         // measured costs: stop profiling after this long (0: no budget)
   std::function<void(const std::string&)> warn;      // profile-cache warnings (empty: to stderr)
   std::function<void(const std::string&)> dropped;   // one line per dropped kernel
   std::function<void(const std::string&)> progress;  // one status line at a time

@@ -502,5 +502,39 @@ TEST(Optimize, CappedProfilingIsStoredAsNotProvenOptimal) {
     EXPECT_EQ(warm.korch.kernels[i].prims, cold.korch.kernels[i].prims);
 }
 
+// A spent profiling budget measures nothing more than the baselines and still returns a valid
+// plan no dearer than the greedy plan under the same measured prices, saying so.
+TEST(Optimize, SpentBudgetChoosesAmongMeasuredKernels) {
+  PrimGraph g = residual_net(3);
+  AnalyticCostModel model{MachineFigures{}};
+  FakeMeasurer unlimited_measurer(model, 4.0);
+  OptimizeOptions options;
+  options.measurer = &unlimited_measurer;
+  options.rivals_per_round = 0;
+  OptimizeResult unlimited = optimize(g, model, options);
+  EXPECT_FALSE(unlimited.budget_spent);
+
+  FakeMeasurer measurer(model, 4.0);
+  options.measurer = &measurer;
+  options.budget_seconds = 1e-9;  // spent before the first partition
+  OptimizeResult r = optimize(g, model, options);
+  EXPECT_TRUE(r.budget_spent);
+  EXPECT_FALSE(r.all_optimal);
+  EXPECT_TRUE(validate_plan(g, r.korch).empty());
+  EXPECT_LE(r.korch.predicted_seconds(), r.greedy.predicted_seconds() * (1 + 1e-9));
+  EXPECT_LT(measurer.measured, unlimited_measurer.measured);
+  bool said = false;
+  for (const PartitionReport& p : r.partitions) said = said || p.status.find("budget") != std::string::npos;
+  EXPECT_TRUE(said);
+  // Every kernel of the plan was measured: the baselines are, and nothing else was.
+  EXPECT_TRUE(measurer.solutions.empty()) << "a choice cut short by the budget was stored";
+  for (const Kernel& k : r.korch.kernels) {
+    bool in_baseline = false;
+    for (const Plan* b : {&r.greedy, &r.per_op, &r.per_primitive})
+      for (const Kernel& bk : b->kernels) in_baseline = in_baseline || bk.prims == k.prims;
+    EXPECT_TRUE(in_baseline);
+  }
+}
+
 }  // namespace
 }  // namespace korch

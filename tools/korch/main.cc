@@ -92,6 +92,7 @@ struct OptimizeFlags {
   bool verbose = false;
   bool plan_race = true;        // measured costs: race the BLP's plan against greedy end to end
   std::string backend = "cpu";  // what measures kernels and runs plans
+  double budget = 0;            // measured costs: seconds of profiling (0: no budget)
 };
 
 MachineFigures machine_from(const OptimizeFlags& f) {
@@ -122,6 +123,7 @@ OptimizeRun run_optimizer(const PrimGraph& g, OptimizeFlags f, const std::string
   s.max_partition_prims = f.max_partition_prims;
   s.solver_time_limit = f.time_limit;
   s.plan_race = f.plan_race;
+  s.budget_seconds = f.budget;
   Progress progress;
   s.warn = [](const std::string& w) { std::cerr << "warning: " << w << "\n"; };
   s.dropped = [&](const std::string& line) {
@@ -172,6 +174,8 @@ void print_summary(const OptimizeRun& run, const MachineFigures& m) {
   for (const auto& p : r.partitions)
     if (noteworthy(p))
       std::cout << "  partition " << p.index << " (" << p.num_prims << " primitives): " << p.status << "\n";
+  if (r.budget_spent)
+    std::cout << "profiling budget spent: the partitions listed above chose among the kernels measured by then\n";
   std::cout << "\n"
             << std::left << std::setw(16) << "plan" << std::setw(10) << "kernels"
             << "predicted (ms)\n";
@@ -213,6 +217,7 @@ nlohmann::json summary_json(const std::string& model_path, const PrimGraph& g, c
   j["solver_seconds"] = r.solver_seconds;
   j["total_seconds"] = r.total_seconds;
   j["all_optimal"] = r.all_optimal;
+  j["budget_spent"] = r.budget_spent;
   j["not_optimal_partitions"] = nlohmann::json::array();
   for (const auto& p : r.partitions)
     if (noteworthy(p))
@@ -540,6 +545,9 @@ int main(int argc, char** argv) {
     cmd->add_option("--threads", flags.threads, "CPU threads (default 2)");
     cmd->add_option("--cache", flags.cache_path, "Profile cache file (default: the user cache)");
     cmd->add_flag("--verbose", flags.verbose, "Log every dropped kernel");
+    cmd->add_option("--budget", flags.budget,
+                    "With measured costs, stop profiling after this many seconds and choose among the kernels "
+                    "measured by then (default 0: no budget)");
     if (cmd != check)
       cmd->add_option("--backend", flags.backend,
                       "Backend that measures and runs kernels: " + backends + " (default cpu)");
