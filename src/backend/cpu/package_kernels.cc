@@ -155,9 +155,11 @@ class CpuPackageCompiler : public AheadOfTimeCompiler {
 
   PackageRuntime package_runtime() const override {
     PackageRuntime r;
-    r.headers = {"backend/cpu/compiled_kernel.h", "backend/cpu/layout_link.h", "backend/cpu/stream_store.h"};
-    r.sources = {"backend/cpu/reference_kernel.cc", "backend/cpu/onednn_kernel.cc", "backend/cpu/layout_link.cc",
-                 "backend/cpu/stream_store.cc"};
+    r.headers = {"backend/cpu/compiled_kernel.h", "backend/cpu/layout_link.h", "backend/cpu/onednn_internal.h",
+                 "backend/cpu/stream_store.h"};
+    r.sources = {"backend/cpu/reference_kernel.cc", "backend/cpu/onednn_layout.cc",  "backend/cpu/onednn_post_ops.cc",
+                 "backend/cpu/onednn_analysis.cc",  "backend/cpu/onednn_builder.cc", "backend/cpu/onednn_kernel.cc",
+                 "backend/cpu/layout_link.cc",      "backend/cpu/stream_store.cc"};
     r.files = {{KORCH_HALIDE_RUNTIME_HEADER, "runtime/HalideRuntime.h"}};
     r.find_packages = {"dnnl", "OpenMP"};
     r.link_targets = {"DNNL::dnnl", "OpenMP::OpenMP_CXX"};

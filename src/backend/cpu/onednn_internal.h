@@ -1,0 +1,160 @@
+// Private to the oneDNN backend (the onednn_*.cc files): how a linear kernel becomes one oneDNN
+// primitive. onednn_analysis.cc finds the kernel's linear primitive, the prologues folded into
+// its operands and the epilogue folded into post-ops (onednn_post_ops.cc); onednn_builder.cc
+// creates the oneDNN primitive for that pattern, with the memory descriptors and layouts of
+// onednn_layout.cc; onednn_kernel.cc runs it as a CompiledKernel. None of these use Halide: the
+// exported package's runtime compiles them.
+#pragma once
+#include <dnnl.hpp>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "backend/cpu/compiled_kernel.h"
+#include "util/error.h"
+
+namespace korch::cpu::onednn_detail {
+
+using dnnl::algorithm;
+using dnnl::memory;
+using MD = dnnl::memory::desc;
+using Dims = dnnl::memory::dims;
+
+// The CPU engine and the stream every oneDNN kernel runs on.
+dnnl::engine& cpu_engine();
+dnnl::stream& cpu_stream();
+
+// Thrown while analysing a kernel; becomes *why_not.
+struct Unsupported {
+  std::string why;
+};
+
+template <typename... Args>
+[[noreturn]] void unsupported(const Args&... args) {
+  throw Unsupported{str_cat(args...)};
+}
+
+// ---------------------------------------------------------------------------------------
+// Memory descriptors and layouts (onednn_layout.cc)
+
+Dims dense_strides(const Dims& dims);
+MD strided_md(const Dims& dims, const Dims& strides);
+MD dense_md(const Dims& dims);
+// A dense layout of `dims` with the last two axes swapped in memory (a MatMul's B stored N x K).
+MD transposed_md(const Dims& dims);
+// Layout left to oneDNN (format_tag::any).
+MD any_md(const Dims& dims);
+// A shape aligned to `rank` by prepending 1s (numpy broadcasting).
+Dims aligned(const Shape& s, size_t rank);
+// Activation layout name: nchw, nhwc, nChw16c, ... (dims n, c, then d/h/w).
+std::string layout_name(const MD& md);
+// An opaque key of a memory layout: equal keys mean the same bytes hold the same elements.
+// "" for layouts that are not plain blocked ones (never linked).
+std::string layout_key(const MD& md);
+// The oneDNN format tag of an activation layout name (layout_name's spelling).
+std::optional<memory::format_tag> format_tag_of(const std::string& name);
+
+// ---------------------------------------------------------------------------------------
+// Post-ops (onednn_post_ops.cc)
+
+struct PostOp {
+  bool binary = false;
+  algorithm alg = algorithm::undef;
+  float scale = 1, alpha = 0, beta = 0;  // eltwise: dst = scale * f_{alpha,beta}(dst)
+  TensorId operand = kNone;              // binary: the other operand (a kernel input or constant)
+  ConstTensorPtr value;                  // binary: or a scalar made up here
+  MD operand_md;                         // binary: view of the operand's dense buffer
+  bool full = false;                     // binary: the operand has the output's shape (no broadcast)
+};
+
+constexpr float kInf = std::numeric_limits<float>::infinity();
+
+PostOp eltwise(algorithm alg, float alpha = 0, float beta = 0, float scale = 1);
+PostOp linear_op(float a, float b);
+// Max/Min with constants (a ReLU when that is what it is).
+PostOp clip_op(float lo, float hi);
+// A binary post-op with the scalar operand v, broadcast to an output of `rank` dims.
+PostOp scalar_binary(algorithm alg, float v, size_t rank);
+std::string post_op_name(const PostOp& p);
+std::vector<PostOp> normalize_post_ops(const std::vector<PostOp>& ops, size_t rank);
+// The post-op computing `result` from `start` through `region` (elementwise primitives in
+// execution order, whose other operands are scalar constants) when that is scale * f(x) for one
+// of oneDNN's eltwise algorithms f; nullopt otherwise.
+std::optional<PostOp> fit_eltwise(const PrimGraph& graph, TensorId start, const std::vector<PrimId>& region,
+                                  TensorId result);
+
+// ---------------------------------------------------------------------------------------
+// Pattern analysis (onednn_analysis.cc): which tensor plays which role.
+
+struct Analysis {
+  const Primitive* linear = nullptr;
+  PrimId linear_id = kNone;
+  TensorId src = kNone, weights = kNone;
+  MD src_md, weights_md;                      // operand views (prologues folded)
+  Dims dst_dims;                              // the output view (a MatMul's batch dims may fold into rows)
+  std::vector<int64_t> pads_begin, pads_end;  // conv / deconv, folded Pad included
+  TensorId bias = kNone;
+  std::vector<PostOp> post_ops;
+  std::vector<std::string> prologue;  // descriptions of folded prologue ops
+};
+
+// The analysis of a kernel with one linear primitive; throws Unsupported (with the reason) for
+// kernels that are not one oneDNN primitive with post-ops.
+Analysis analyse_linear_kernel(const PrimGraph& g, const Kernel& k);
+
+// ---------------------------------------------------------------------------------------
+// The compiled kernel (onednn_kernel.cc), made by build_onednn_kernel (onednn_builder.cc)
+
+class OnednnKernel final : public CompiledKernel {
+ public:
+  void run(const std::vector<const void*>& inputs, void* output) override;
+  std::string describe() const override;
+
+  std::string output_layout() const override;
+  int64_t output_layout_bytes() const override;
+  std::string input_layout(int input) const override;
+  int64_t input_layout_bytes(int input) const override;
+  void keep_input_layout(int input) override;
+  void keep_output_layout() override;
+
+  std::string output_format() const override;
+  std::string input_format(int input) const override;
+  bool use_format(const std::string& format, bool apply) override;
+
+  // A runtime input bound to an execution argument.
+  struct Binding {
+    int input;
+    int arg;
+    memory user, internal;
+    std::optional<dnnl::reorder> reorder;
+    std::string key, layout;  // the internal layout (layout_key, layout_name)
+    bool kept = false;        // the input arrives in the internal layout (no reorder)
+  };
+  dnnl::primitive primitive_;
+  std::unordered_map<int, memory> args_;
+  std::vector<Binding> bindings_;
+  memory out_user_, out_internal_;
+  std::optional<dnnl::reorder> out_reorder_;
+  std::string out_key_, out_layout_name_;
+  bool out_kept_ = false;
+  std::vector<ConstTensorPtr> constants_;  // keep captured constants alive
+  std::string description_;
+  const PrimGraph* graph_ = nullptr;  // what the kernel was built from (use_format rebuilds it)
+  Kernel kernel_;
+};
+
+// Schedule variants of a MatMul kernel: 2 (oneDNN's layout for B, B stored transposed) when B
+// is a constant of at least 2 dims, else 1.
+int matmul_variants(const PrimGraph& g, const Analysis& a);
+
+// The kernel for the analysed pattern `a` in schedule variant k.schedule. fixed: every
+// activation (conv src, dst and full-tensor binary operands) in this format instead of oneDNN's
+// choice; the build fails unless oneDNN has a non-reference implementation for it. Throws
+// Unsupported or dnnl::error.
+std::unique_ptr<OnednnKernel> build_onednn_kernel(const PrimGraph& g, const Kernel& k, const Analysis& a,
+                                                  std::optional<memory::format_tag> fixed = {});
+
+}  // namespace korch::cpu::onednn_detail
