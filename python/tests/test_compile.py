@@ -234,3 +234,21 @@ def test_default_cache_is_korch_cache_dir(tmp_path, monkeypatch):
     compiled = korch.compile(nn.Sequential(nn.Linear(4, 2)).eval(), torch.randn(1, 4), cost="analytic")
     assert compiled.path.parent == tmp_path / "user-cache" / "compiled"
     assert os.path.dirname(korch.default_cache_path()) == str(tmp_path / "user-cache")
+
+
+class Stop(Exception):
+    pass
+
+
+def test_progress_exception_ends_the_optimisation(cache_dir):
+    def stop(line):
+        if line.startswith("korch: profiling:"):
+            raise Stop(line)
+
+    with pytest.raises(Stop):
+        korch.compile(nn.Sequential(nn.Linear(8, 8), nn.Tanh()).eval(), torch.randn(2, 8), cost="measured",
+                      cache=cache_dir, progress=stop)
+    assert not any((cache_dir / "compiled").iterdir())  # no entry is left behind
+    with pytest.raises(TypeError, match="progress must be a callable"):
+        korch.optimize(os.path.join(os.path.dirname(__file__), "..", "..", "examples", "tiny_cnn", "model.onnx"),
+                       progress=3)
