@@ -7,7 +7,10 @@
 //    so the module works with numpy 1.x and 2.x alike.
 //  - korch::Error becomes korch.Error, a subclass of RuntimeError, carrying korch's one-line
 //    message. Input validation in Session.run raises KeyError / ValueError / TypeError.
-//  - The GIL is released while importing, optimizing, compiling and running.
+//  - The GIL is released while importing, optimizing, compiling and running. optimize()'s progress
+//    callable is called with the GIL held, from the optimizing thread; an exception it raises (or a
+//    KeyboardInterrupt pending there) ends the optimisation and propagates, measurements made so far
+//    staying in the profile cache.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 #include <pybind11/stl/filesystem.h>
@@ -15,6 +18,7 @@
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <iomanip>
 #include <map>
 #include <memory>
@@ -99,7 +103,18 @@ struct OptimizeArgs {
   int max_partition_prims = 64;
   double time_limit = 60;
   std::string machine;  // machine figures file; empty: korch calibrate's or defaults
+  py::handle progress;  // None or a callable taking one status line; the caller keeps it alive
 };
+
+// The optimizer's progress lines -> args.progress(line), with the GIL taken for the call. Pending
+// signals are checked first, so Ctrl-C ends a long optimisation (as KeyboardInterrupt).
+std::function<void(const std::string&)> python_progress(py::handle progress) {
+  return [progress](const std::string& line) {
+    py::gil_scoped_acquire gil;
+    if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+    if (!progress.is_none()) progress(line);
+  };
+}
 
 // Call without the GIL; warnings are collected and issued by the caller.
 OptimizeResult run_optimizer(const PrimGraph& g, const OptimizeArgs& a, OptimizeStats* stats,
@@ -117,6 +132,7 @@ OptimizeResult run_optimizer(const PrimGraph& g, const OptimizeArgs& a, Optimize
     std::lock_guard<std::mutex> lock(*warn_mu);
     warnings->push_back(w);
   };
+  if (a.progress) s.progress = python_progress(a.progress);
   ModelOptimizeRun run = optimize_model(g, s);
   OptimizeResult& r = run.result;
   if (run.measured) {
@@ -175,7 +191,10 @@ PlanPtr wrap(ModelPtr model, Plan plan) {
 PlanPtr py_optimize(const fs::path& path, int threads, const std::string& cost, const std::optional<fs::path>& cache,
                     int max_kernel_prims,
                     const std::optional<std::map<std::string, std::vector<int64_t>>>& input_shapes,
-                    int max_partition_prims, double time_limit, const std::optional<fs::path>& machine) {
+                    int max_partition_prims, double time_limit, const std::optional<fs::path>& machine,
+                    const py::object& progress) {
+  if (!progress.is_none() && !PyCallable_Check(progress.ptr()))
+    throw py::type_error("progress must be a callable taking one status line (str), or None");
   OptimizeArgs a;
   a.threads = threads;
   a.cost = cost;
@@ -184,6 +203,7 @@ PlanPtr py_optimize(const fs::path& path, int threads, const std::string& cost, 
   a.max_partition_prims = max_partition_prims;
   a.time_limit = time_limit;
   a.machine = machine ? machine->string() : "";
+  a.progress = progress;
   check_optimize_args(a);
   ShapeMap shapes = to_shape_map(input_shapes);
   std::vector<std::string> warnings;
@@ -612,7 +632,9 @@ PYBIND11_MODULE(_korch, m) {
   m.def("optimize", &py_optimize, py::arg("path"), py::arg("threads") = 2, py::arg("cost") = "analytic",
         py::arg("cache") = py::none(), py::arg("max_kernel_prims") = 8, py::arg("input_shapes") = py::none(),
         py::arg("max_partition_prims") = 64, py::arg("time_limit") = 60.0, py::arg("machine") = py::none(),
-        "Import an ONNX model and find its optimal kernel orchestration.");
+        py::kw_only(), py::arg("progress") = py::none(),
+        "Import an ONNX model and find its optimal kernel orchestration. progress: a callable given one\n"
+        "status line (str) at a time while kernels are measured (cost='measured').");
   m.def("load_plan", &py_load_plan, py::arg("model_path"), py::arg("plan_path"), py::arg("input_shapes") = py::none(),
         "Import a model and load a plan file for it (korch.Error if the plan was made for another model).");
   m.def("export", &py_export, py::arg("plan"), py::arg("out_dir"), py::arg("threads") = 2,
@@ -631,6 +653,7 @@ PYBIND11_MODULE(_korch, m) {
       },
       py::arg("path"), "Read a serialized ONNX TensorProto (.pb) as a numpy array.");
   m.def("default_cache_path", &ProfileCache::default_path, "Where measured costs are cached by default.");
+  m.attr("codegen_version") = std::string(cpu::kCodegenVersion);  // the CPU backend's kernel code generator
 
   py::class_<Session>(m, "Session", "Runs a model with a plan on the CPU backend.")
       .def(py::init<const fs::path&, const py::object&, int,

@@ -38,3 +38,15 @@ if ! "$VENV/bin/python" -c "import onnx, onnxruntime, numpy, pytest" 2>/dev/null
   "$VENV/bin/pip" install --quiet --disable-pip-version-check onnx onnxruntime numpy pytest
 fi
 echo "setup: python venv ready"
+
+# The venv the korch Python package is pip-installed into and tested with (CTest python_install /
+# python_korch): Debian's python3 with its system packages visible (torch 1.13, torchvision, numpy
+# 1.24 that torch is built against, onnx 1.12), plus scikit-build-core (pip's build backend),
+# pytest and ONNX Runtime from PyPI; numpy stays below 2 so torch keeps working.
+VENV_KORCH="$(cd "$(dirname "$0")/.." && pwd)/.venv-korch"
+if ! "$VENV_KORCH/bin/python" -c "import scikit_build_core, pytest, onnxruntime, torch, numpy" 2>/dev/null; then
+  echo "setup: installing scikit-build-core, pytest, onnxruntime (PyPI) into .venv-korch"
+  /usr/bin/python3 -m venv --system-site-packages "$VENV_KORCH"
+  "$VENV_KORCH/bin/pip" install --quiet --disable-pip-version-check scikit-build-core pytest onnxruntime "numpy<2"
+fi
+echo "setup: python package venv ready"

@@ -1,6 +1,18 @@
 """korch: optimal kernel orchestration for tensor programs.
 
-    import korch, numpy as np
+From PyTorch (exports to ONNX, optimises, caches the plan; call the result like the module):
+
+    import korch, torch
+    fast = korch.compile(model, (x,))                   # cost="measured": kernels timed on this CPU
+    y = fast(x)
+
+As ONNX Runtime (replace onnxruntime.InferenceSession):
+
+    sess = korch.InferenceSession("model.onnx")
+    (y,) = sess.run(None, {sess.get_inputs()[0].name: x})
+
+The lower-level API:
+
     plan = korch.optimize("model.onnx")                 # analytic costs; cost="measured" profiles
     print(plan.summary())
     plan.save("plan.json")
@@ -14,7 +26,9 @@ Errors raised by korch itself (unsupported model, plan made for another model, b
 input of the wrong dtype or shape.
 """
 
-from ._korch import (  # noqa: F401
+__version__ = "0.1.0"
+
+from ._korch import (  # noqa: F401, E402
     Error,
     Plan,
     Session,
@@ -24,6 +38,8 @@ from ._korch import (  # noqa: F401
     optimize,
     read_tensor,
 )
+from ._compile import CompiledModule, compile, load  # noqa: E402
+from ._ort import InferenceSession, NodeArg  # noqa: E402
 
 KorchError = Error
 
@@ -32,15 +48,18 @@ for _cls in (Error, Plan, Session):
     _cls.__module__ = __name__
 del _cls
 
-__version__ = "0.1.0"
-
 __all__ = [
+    "CompiledModule",
     "Error",
+    "InferenceSession",
     "KorchError",
+    "NodeArg",
     "Plan",
     "Session",
+    "compile",
     "default_cache_path",
     "export",
+    "load",
     "load_plan",
     "optimize",
     "read_tensor",
