@@ -25,7 +25,9 @@ BELOW = {
     "cost": ["backend", "plan", "reference", "ir", "util"],
     "orchestrate": ["cost", "backend", "plan", "reference", "ir", "util"],
     "runtime": ["orchestrate", "cost", "backend", "plan", "reference", "ir", "util"],
-    "backend/cpu": ["backend", "cost", "plan", "reference", "ir", "util", "export/runtime"],
+    "backend/halide": ["plan", "reference", "ir", "util"],
+    "backend/cuda": ["backend/halide", "backend", "cost", "plan", "reference", "ir", "util"],
+    "backend/cpu": ["backend/halide", "backend", "cost", "plan", "reference", "ir", "util", "export/runtime"],
     "export": ["runtime", "orchestrate", "cost", "backend", "plan", "frontend", "reference", "ir", "util",
                "export/runtime"],
     # The package's own runtime: compiled into exported packages with the CPU backend's kernels.

@@ -1,5 +1,5 @@
 // Private to the Halide backend (the halide_*.cc files): how a memory-bound kernel becomes a Halide
-// pipeline. halide_lowering.cc defines every primitive as a Func (the algorithm: Generator);
+// pipeline. backend/halide/lowering.cc defines every primitive as a Func (the algorithm: Generator);
 // halide_layout.cc the activation layouts (nhwc, nChw8c, nChw16c) a kernel's tensors can be stored
 // in; halide_schedule.cc the schedules and their variants; halide_streaming.cc the outputs written
 // with streaming stores; halide_pipeline.cc puts these together (build_halide_pipeline), and
@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "backend/cpu/compiled_kernel.h"
+#include "backend/halide/lowering.h"
 
 namespace korch::cpu::halide_detail {
 
@@ -22,86 +23,10 @@ using Halide::Func;
 using Halide::ImageParam;
 using Halide::RDom;
 using Halide::Var;
-
-// Thrown while a kernel's Funcs or schedule are built; becomes *why_not.
-struct Unsupported {
-  std::string why;
-};
-
-// The Halide type a tensor of dtype `t` is stored as (Bool as UInt(8)).
-Halide::Type storage_type(DType t);
-
-// Runs `build`, which builds (part of) kernel k's pipeline. false, with the reason in *why_not
-// (when not null), when k has a Linear primitive or `build` throws Unsupported or a Halide error.
-bool try_building(const Kernel& k, std::string* why_not, const std::function<void()>& build);
-
-// ---------------------------------------------------------------------------------------
-// The algorithm (halide_lowering.cc)
-
-// Builds the Funcs of one kernel.
-class Generator {
- public:
-  // channels_last: some tensors are stored nhwc or channel-blocked; spatial reductions then
-  // become explicit Funcs (explicit_reductions()) that the channels-last schedule loops
-  // channels-innermost. input_blocks: the inputs stored channel-blocked, with their block; their
-  // ImageParams are 5-D (block, w, h, channel blocks, n) and read at (c % block, w, h, c / block, n).
-  Generator(const PrimGraph& g, const Kernel& k, bool channels_last = false, std::map<TensorId, int> input_blocks = {})
-      : g_(g), k_(k), channels_last_(channels_last), input_blocks_(std::move(input_blocks)) {}
-
-  // Defines the kernel's Funcs (throws Unsupported); returns its output's.
-  Func build();
-  const std::map<TensorId, ImageParam>& params() const { return params_; }
-  const std::vector<Func>& materialised() const { return materialised_; }
-  const std::vector<Func>& shared() const { return shared_; }
-  const std::vector<Func>& stencils() const { return stencils_; }
-  struct ExplicitReduction {
-    Func func;
-    RDom domain;
-    int channel_arg;  // index in func.args() of the channel axis
-    bool sum;         // a sum (or mean): accumulated per row first (schedule_channel_reductions)
-  };
-  const std::vector<ExplicitReduction>& explicit_reductions() const { return explicit_reductions_; }
-  // Value of tensor t (a kernel input or a primitive's output) at ONNX index `idx`.
-  Expr value_at(TensorId t, const std::vector<Expr>& idx) { return at(t, idx); }
-
- private:
-  static std::vector<Var> vars(size_t rank);
-  static std::vector<Expr> onnx_index(const std::vector<Var>& v);
-  Expr at(TensorId t, const std::vector<Expr>& idx);
-  Expr broadcast_at(TensorId t, const std::vector<Expr>& idx);
-  bool constant_along_rows(TensorId t, const Shape& out) const;
-  Expr as_bool(Expr e);
-  Expr store(Expr e, DType t);
-  int consumers_inside(TensorId t) const;
-
-  void define(PrimId p);
-  Expr elementwise(const Primitive& prim, const std::vector<Expr>& idx, DType out_dtype);
-  std::optional<TensorId> softplus_argument(const Primitive& log_prim) const;
-  static Expr softplus(Expr x);
-  Expr reduce(const Primitive& prim, const std::vector<Expr>& idx, const TensorInfo& out);
-  Expr reduced_value(TensorId x, const std::vector<int64_t>& reduced, const RDom& r, bool keep,
-                     const std::vector<Expr>& idx);
-  Expr reduced_value_at(TensorId x, const std::vector<int64_t>& reduced, const std::vector<Expr>& pos, bool keep,
-                        const std::vector<Expr>& idx);
-  Expr explicit_reduction(const Primitive& prim, TensorId x, const std::vector<int64_t>& reduced, const RDom& r,
-                          bool keep, const std::vector<Expr>& idx, double count);
-  Expr layout(const Primitive& prim, const std::vector<Expr>& idx);
-  Expr resize(const Primitive& prim, const std::vector<Expr>& idx);
-  Expr window(const Primitive& prim, const std::vector<Expr>& idx);
-  Expr separable_max_pool(TensorId x, const std::vector<int64_t>& k, const std::vector<int64_t>& st,
-                          const std::vector<int64_t>& pd, const std::vector<Expr>& idx);
-
-  const PrimGraph& g_;
-  const Kernel& k_;
-  std::map<TensorId, ImageParam> params_;
-  std::map<TensorId, Func> funcs_;
-  std::vector<Func> materialised_;
-  std::vector<Func> shared_;
-  std::vector<Func> stencils_;
-  bool channels_last_ = false;
-  std::map<TensorId, int> input_blocks_;
-  std::vector<ExplicitReduction> explicit_reductions_;
-};
+using halide_lowering::Generator;
+using halide_lowering::storage_type;
+using halide_lowering::try_building;
+using halide_lowering::Unsupported;
 
 // ---------------------------------------------------------------------------------------
 // Activation layouts (halide_layout.cc)

@@ -1,4 +1,4 @@
-// The Halide pipeline of a memory-bound kernel: its Funcs (halide_lowering.cc) with the schedule
+// The Halide pipeline of a memory-bound kernel: its Funcs (backend/halide/lowering.cc) with the schedule
 // of its variant k.schedule (halide_schedule.cc, halide_streaming.cc) or, for tensors stored in an
 // activation layout, the channels-last schedule (halide_layout.cc). The JIT kernels
 // (halide_kernel.cc) and `korch export`'s ahead-of-time kernels both compile this pipeline, for
@@ -124,6 +124,10 @@ bool build_halide_pipeline(const PrimGraph& g, const Kernel& k, const Halide::Ta
     for (TensorId t : k.inputs) params->push_back(gen.params().at(t));
     if (description) *description = "halide: " + out.description;
   });
+}
+
+bool halide_supports(const PrimGraph& g, const Kernel& k, std::string* why_not) {
+  return halide_lowering::defines_kernel(g, k, why_not);
 }
 
 namespace {

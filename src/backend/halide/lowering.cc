@@ -2,26 +2,23 @@
 // coordinates (Halide dimension 0 is the innermost ONNX axis). Elementwise and layout primitives
 // are index maps inlined into their consumers; reductions and pooling windows use RDoms and are
 // computed once (never inlined); 2-D max pools run as two separable passes. The schedules
-// (halide_schedule.cc) decide where and in which loop order these Funcs are computed.
-// Softplus (Log(Add(Exp(x), 1))) is computed as max(x, 0) + log1p(exp(-|x|)).
-// Exp and Sigmoid use Halide::exp (relative error < 4e-7 over the float range, +inf above
-// ln(FLT_MAX), 0 below ln(FLT_MIN)); Halide's fast_exp (2e-6) made YOLOX's outputs twice as far
-// from a float64 evaluation as ONNX Runtime's.
-// Resize reads per-axis tables of the reference's own taps (input index, weight), so it indexes
-// exactly like the reference. Unsupported cases (Linear primitives, integer division,
-// select_last_index arg-reductions, interpolating Resize on integers, ...) throw Unsupported with
-// the reason.
+// (backend/cpu/halide_schedule.cc, backend/cuda/gpu_schedule.cc) decide where and in which loop order these Funcs are
+// computed. Softplus (Log(Add(Exp(x), 1))) is computed as max(x, 0) + log1p(exp(-|x|)). Exp and Sigmoid use Halide::exp
+// (relative error < 4e-7 over the float range, +inf above ln(FLT_MAX), 0 below ln(FLT_MIN)); Halide's fast_exp (2e-6)
+// made YOLOX's outputs twice as far from a float64 evaluation as ONNX Runtime's. Resize reads per-axis tables of the
+// reference's own taps (input index, weight), so it indexes exactly like the reference. Unsupported cases (Linear
+// primitives, integer division, select_last_index arg-reductions, interpolating Resize on integers, ...) throw
+// Unsupported with the reason.
+#include "backend/halide/lowering.h"
+
 #include <algorithm>
 #include <functional>
 #include <optional>
 
-#include "backend/cpu/halide_internal.h"
 #include "reference/reference.h"
 #include "util/error.h"
 
-namespace korch::cpu {
-
-namespace halide_detail {
+namespace korch::halide_lowering {
 
 Halide::Type storage_type(DType t) {
   switch (t) {
@@ -622,13 +619,11 @@ bool try_building(const Kernel& k, std::string* why_not, const std::function<voi
   return false;
 }
 
-}  // namespace halide_detail
-
-bool halide_supports(const PrimGraph& g, const Kernel& k, std::string* why_not) {
-  return halide_detail::try_building(k, why_not, [&] {
-    halide_detail::Generator gen(g, k);
-    gen.build();  // definitions only: no JIT compilation
+bool defines_kernel(const PrimGraph& g, const Kernel& k, std::string* why_not) {
+  return try_building(k, why_not, [&] {
+    Generator gen(g, k);
+    gen.build();
   });
 }
 
-}  // namespace korch::cpu
+}  // namespace korch::halide_lowering
