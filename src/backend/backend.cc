@@ -117,6 +117,11 @@ void Backend::download(void* host, const void* device, int64_t bytes) {
   std::memcpy(host, device, static_cast<size_t>(bytes));
 }
 
+std::unique_ptr<RecordedLaunches> Backend::record(const std::function<void()>& /*launches*/, std::string* why_not) {
+  if (why_not) *why_not = name() + " launches kernels directly";
+  return nullptr;
+}
+
 double Backend::median_seconds(const std::function<void()>& run, const std::function<void()>& prepare) {
   return median_run_seconds(
       [&] {

@@ -122,8 +122,16 @@ class AheadOfTimeCompiler {
   virtual PackageRuntime package_runtime() const = 0;
 };
 
+// A fixed sequence of kernel launches recorded once (Backend::record) and issued again as a whole.
+class RecordedLaunches {
+ public:
+  virtual ~RecordedLaunches() = default;
+  virtual void replay() = 0;  // issues the recorded launches again (ordered like any launch)
+};
+
 struct BackendOptions {
-  int threads = 2;  // threads the backend's kernels use (CPU); ignored where meaningless
+  int threads = 2;    // threads the backend's kernels use (CPU); ignored where meaningless
+  bool tf32 = false;  // linear kernels may round operands to TF32 (GPU tensor cores); off: fp32 results
 };
 
 class Backend {
@@ -165,6 +173,12 @@ class Backend {
   // Median seconds of `run` with `prepare` untimed before each run (warm-up excluded).
   virtual double median_seconds(const std::function<void()>& run, const std::function<void()>& prepare);
   virtual LayoutLinker* layout_linker() { return nullptr; }
+
+  // --- launch recording ---
+  // Records the launches `launches` issues (the same kernels on the same buffers at every run)
+  // so that replay() issues them with less host overhead (CUDA graphs). Nothing is computed
+  // while recording. nullptr with the reason where the backend cannot record them.
+  virtual std::unique_ptr<RecordedLaunches> record(const std::function<void()>& launches, std::string* why_not);
 
   // --- packages ---
   // The part that compiles a plan's kernels into a package; nullptr where the backend cannot

@@ -81,16 +81,33 @@ std::vector<TensorData> Executor::run(const std::vector<TensorData>& inputs) {
   }
   if (profiling_) timings_.assign(kernels_.size(), {});
   std::vector<const void*> args;
-  for (size_t i = 0; i < kernels_.size(); ++i) {
-    const Kernel& k = plan_.kernels[i];
-    args.clear();
-    for (TensorId t : k.inputs) args.push_back(where[t]);
-    auto t0 = std::chrono::steady_clock::now();
-    kernels_[i]->run(args, const_cast<void*>(where[k.output]));
-    if (profiling_) {
-      backend_->synchronize();
-      timings_[i].description = kernels_[i]->describe();
-      timings_[i].seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  auto launch = [&] {
+    for (size_t i = 0; i < kernels_.size(); ++i) {
+      const Kernel& k = plan_.kernels[i];
+      args.clear();
+      for (TensorId t : k.inputs) args.push_back(where[t]);
+      auto t0 = std::chrono::steady_clock::now();
+      kernels_[i]->run(args, const_cast<void*>(where[k.output]));
+      if (profiling_) {
+        backend_->synchronize();
+        timings_[i].description = kernels_[i]->describe();
+        timings_[i].seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      }
+    }
+  };
+  if (recorded_ && !profiling_) {
+    recorded_->replay();
+  } else {
+    launch();
+    // On a backend with its own memory every buffer address is fixed from run to run, so the
+    // launches of a run without fallback kernels (those copy through the host) can be
+    // recorded once, after a first run has warmed them up, and replayed from then on.
+    if (!host && !profiling_ && !record_tried_) {
+      record_tried_ = true;
+      if (fallbacks_ > 0)
+        record_why_ = str_cat(fallbacks_, " kernels run on the host");
+      else
+        recorded_ = backend_->record(launch, &record_why_);
     }
   }
   backend_->synchronize();

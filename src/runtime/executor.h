@@ -3,7 +3,8 @@
 // tensors live in one arena in the backend's memory whose offsets come from liveness-based reuse
 // (arena.h). A backend with a layout-linking part keeps tensors between its kernels in internal
 // layouts where it decides so. On a backend with its own memory, constants are uploaded once and
-// only the model's inputs and outputs cross to and from the host at each run.
+// only the model's inputs and outputs cross to and from the host at each run; there, the plan's
+// launches are recorded after the first run where the backend can (Backend::record) and replayed.
 #pragma once
 #include <memory>
 #include <string>
@@ -33,6 +34,9 @@ class Executor {
   const Plan& plan() const { return plan_; }
   Backend& backend() const { return *backend_; }
   int num_fallback_kernels() const { return fallbacks_; }
+  // Whether runs replay launches the backend recorded (CUDA graphs); why not, when they do not.
+  bool replays_recorded_launches() const { return recorded_ != nullptr; }
+  const std::string& why_not_recorded() const { return record_why_; }
   // Tensors handed from one kernel to the next in the backend's internal layout (LayoutLinker).
   int num_linked_tensors() const { return links_.num_linked; }
   // Why kernels that could have linked keep their tensors in the dense layout; empty when every
@@ -52,6 +56,9 @@ class Executor {
   bool profiling_ = false;
   std::vector<KernelTiming> timings_;
   int fallbacks_ = 0;
+  std::unique_ptr<RecordedLaunches> recorded_;
+  bool record_tried_ = false;
+  std::string record_why_;
 };
 
 }  // namespace korch
