@@ -50,6 +50,20 @@ std::string default_machine_file() {
   return "korch_machine.json";
 }
 
+bool is_builtin_machine(const std::string& name) { return name == "h200"; }
+
+MachineFigures builtin_machine_figures(const std::string& name, bool tf32) {
+  if (!is_builtin_machine(name)) fail("no built-in machine figures named '", name, "' (known: h200)");
+  MachineFigures m;
+  m.bandwidth_gbs = 4800;
+  m.gemm_gflops = tf32 ? 494000 : 67000;
+  m.vector_gops = 33500;  // one fp32 operation per FMA slot: half the FMA flop rate
+  m.kernel_overhead_us = 3;
+  m.threads = 1;
+  m.source = tf32 ? "built-in h200 (TF32 GEMMs)" : "built-in h200 (fp32)";
+  return m;
+}
+
 MachineFigures machine_figures_or_defaults() {
   std::string path = default_machine_file();
   if (!std::filesystem::exists(path)) return MachineFigures{};

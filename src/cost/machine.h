@@ -22,4 +22,11 @@ std::string default_machine_file();
 // Figures from the default file when it exists and is valid, defaults otherwise.
 MachineFigures machine_figures_or_defaults();
 
+// Built-in figure sets of GPUs, from their data sheets (peak rates: the analytic model is a lower
+// bound). "h200": NVIDIA H200 SXM, HBM3e 4.8 TB/s, 67 TFLOP/s fp32 FMA, 494 TFLOP/s dense TF32
+// tensor cores (used for GEMMs when tf32 is set), ~3 us per kernel launched from a CUDA graph.
+// Throws korch::Error for an unknown name.
+MachineFigures builtin_machine_figures(const std::string& name, bool tf32 = false);
+bool is_builtin_machine(const std::string& name);
+
 }  // namespace korch

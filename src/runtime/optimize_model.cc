@@ -48,7 +48,7 @@ ModelOptimizeRun optimize_model(const PrimGraph& g, const ModelOptimizeSettings&
   run.measured = true;
   run.backend = settings.backend;
   run.cache_path = settings.cache_path.empty() ? ProfileCache::default_path() : settings.cache_path;
-  std::shared_ptr<Backend> backend = make_backend(settings.backend, BackendOptions{settings.threads});
+  std::shared_ptr<Backend> backend = make_backend(settings.backend, BackendOptions{settings.threads, settings.tf32});
   ProfileCache cache(run.cache_path, settings.warn);
   Profiler profiler(*backend, &cache, settings.dropped);
   if (settings.progress) profiler.set_progress([&](const ProfilerStats& s) { settings.progress(profiling_line(s)); });

@@ -19,6 +19,7 @@ struct ModelOptimizeSettings {
   std::string cost = "measured";  // measured | analytic
   std::string backend = "cpu";    // the backend that measures (measured costs only)
   int threads = 2;
+  bool tf32 = false;       // GPU linear kernels may round operands to TF32 (BackendOptions::tf32)
   std::string cache_path;  // measured costs: the profile cache ("": ProfileCache::default_path())
   MachineFigures machine;  // the analytic model's figures (also the lower bound with measured costs)
   int max_kernel_prims = 8;

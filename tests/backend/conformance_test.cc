@@ -4,7 +4,9 @@
 // download) on two random input sets, and compared with the reference executor; then the case as
 // a one-kernel plan through the Executor on that backend. A backend may refuse a kernel (its
 // supports() or compile() says why); the backends listed in kComplete must implement every case.
-// A new backend gets the whole table by registering itself.
+// A backend whose construction fails (the CUDA backend on a machine without a GPU) is skipped
+// with its reason printed, unless it is in kComplete. A new backend gets the whole table by
+// registering itself.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -29,12 +31,6 @@ std::vector<KernelCase> all_cases() {
   std::vector<KernelCase> cs = memory_bound_kernel_cases();
   for (KernelCase& c : linear_kernel_cases()) cs.push_back(std::move(c));
   return cs;
-}
-
-Kernel whole_graph_kernel(const PrimGraph& g) {
-  std::vector<PrimId> all;
-  for (PrimId p = 0; p < g.num_prims(); ++p) all.push_back(p);
-  return make_kernel(g, all);
 }
 
 // Runs `compiled` from the backend's buffers and compares its output with the reference's.
@@ -116,13 +112,21 @@ TEST(BackendConformance, EveryRegisteredBackendMatchesTheReferenceOnTheKernelTab
     EXPECT_NE(std::find(names.begin(), names.end(), name), names.end()) << name << " is not registered";
   std::vector<KernelCase> cases = all_cases();
   for (const std::string& name : names) {
-    std::shared_ptr<Backend> backend = make_backend(name, BackendOptions{2});
+    bool required = std::find(kComplete.begin(), kComplete.end(), name) != kComplete.end();
+    std::shared_ptr<Backend> backend;
+    try {
+      backend = make_backend(name, BackendOptions{2});
+    } catch (const Error& e) {
+      EXPECT_FALSE(required) << name << ": " << e.what();
+      std::printf("backend %s: not checked here (%s)\n", name.c_str(), e.what());
+      continue;
+    }
     backend->bind_calling_thread();
     int refused = 0;
     for (const KernelCase& c : cases) check_case_on(*backend, c, &refused);
     for (const KernelCase& c : cases) check_executor_on(backend, c);
     std::printf("backend %s: %zu kernel cases, %d refused\n", name.c_str(), cases.size(), refused);
-    if (std::find(kComplete.begin(), kComplete.end(), name) != kComplete.end()) {
+    if (required) {
       EXPECT_EQ(refused, 0) << name << " must implement every case";
     }
   }

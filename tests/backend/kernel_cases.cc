@@ -108,6 +108,12 @@ std::vector<KernelCase> linear_kernel_cases() {
   return cs;
 }
 
+Kernel whole_graph_kernel(const PrimGraph& g) {
+  std::vector<PrimId> all;
+  for (PrimId p = 0; p < g.num_prims(); ++p) all.push_back(p);
+  return make_kernel(g, all);
+}
+
 std::vector<KernelCase> memory_bound_kernel_cases() {
   std::vector<KernelCase> cs;
   for (PrimOp op : {PrimOp::Neg, PrimOp::Abs, PrimOp::Exp, PrimOp::Tanh, PrimOp::Sigmoid, PrimOp::Erf, PrimOp::Floor,

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "ir/prim_graph.h"
+#include "plan/kernel.h"
 
 namespace korch {
 
@@ -23,5 +24,8 @@ struct KernelCase {
 std::vector<KernelCase> memory_bound_kernel_cases();
 // Kernels with one Linear primitive (MatMul, Conv, ConvTranspose) and an elementwise epilogue.
 std::vector<KernelCase> linear_kernel_cases();
+
+// The kernel of all of a case graph's primitives.
+Kernel whole_graph_kernel(const PrimGraph& g);
 
 }  // namespace korch

@@ -88,6 +88,7 @@ struct OptimizeFlags {
   int max_partition_prims = 64;
   double time_limit = 60;
   int threads = 2;
+  bool tf32 = false;  // GPU linear kernels may round operands to TF32
   std::string cache_path;
   bool verbose = false;
   bool plan_race = true;        // measured costs: race the BLP's plan against greedy end to end
@@ -95,9 +96,16 @@ struct OptimizeFlags {
   double budget = 0;            // measured costs: seconds of profiling (0: no budget)
 };
 
+// --machine names a file or a built-in figure set; without it the CUDA backend is priced with the
+// H200's figures and the CPU backends with `korch calibrate`'s (or defaults).
 MachineFigures machine_from(const OptimizeFlags& f) {
-  return f.machine_file.empty() ? machine_figures_or_defaults() : load_machine_figures(f.machine_file);
+  if (is_builtin_machine(f.machine_file)) return builtin_machine_figures(f.machine_file, f.tf32);
+  if (!f.machine_file.empty()) return load_machine_figures(f.machine_file);
+  if (f.backend == "cuda") return builtin_machine_figures("h200", f.tf32);
+  return machine_figures_or_defaults();
 }
+
+BackendOptions backend_options(const OptimizeFlags& f) { return BackendOptions{f.threads, f.tf32}; }
 
 // Progress on a terminal: one rewritten line on stderr.
 struct Progress {
@@ -117,6 +125,7 @@ OptimizeRun run_optimizer(const PrimGraph& g, OptimizeFlags f, const std::string
   s.cost = f.cost.empty() ? default_cost : f.cost;
   s.backend = f.backend;
   s.threads = f.threads;
+  s.tf32 = f.tf32;
   s.cache_path = f.cache_path;
   s.machine = machine_from(f);
   s.max_kernel_prims = f.max_kernel_prims;
@@ -309,7 +318,7 @@ int run_model(const std::string& model_path, const std::vector<std::string>& sha
     given.erase(it);
   }
   if (!given.empty()) fail("--input names '", given.begin()->first, "', which is not an input of the model");
-  std::shared_ptr<Backend> backend = make_backend(flags.backend, BackendOptions{flags.threads});
+  std::shared_ptr<Backend> backend = make_backend(flags.backend, backend_options(flags));
   if (std::string w = codegen_mismatch(plan, backend->codegen()); !w.empty()) std::cerr << "warning: " << w << "\n";
   Executor runtime(backend, m.graph, plan);
   runtime.set_profiling(profile);
@@ -397,7 +406,7 @@ int run_bench(const std::string& model_path, const std::vector<std::string>& sha
   OptimizeRun opt = run_optimizer(m.graph, flags, "measured");
   const OptimizeResult& r = opt.result;
   std::vector<const Plan*> plans = {&r.per_op, &r.greedy, &r.korch};
-  std::shared_ptr<Backend> backend = make_backend(flags.backend, BackendOptions{flags.threads});
+  std::shared_ptr<Backend> backend = make_backend(flags.backend, backend_options(flags));
   std::vector<std::unique_ptr<Executor>> runtimes;
   for (const Plan* p : plans) runtimes.push_back(std::make_unique<Executor>(backend, m.graph, *p));
   std::vector<TensorData> inputs = random_graph_inputs(m.graph, 1);
@@ -470,9 +479,9 @@ int run_check(const std::string& case_dir, const std::string& backend, const std
               const Tolerance& tol, const std::string& plan_spec, const OptimizeFlags& flags) {
   // The reference backend checks plans with the reference executor (plan/run_plan.h) and prices
   // them analytically; every other backend measures its kernels and runs the plan.
-  std::shared_ptr<Backend> runtime_backend = make_backend(backend, BackendOptions{flags.threads});
   OptimizeFlags measuring = flags;
   measuring.backend = backend;
+  std::shared_ptr<Backend> runtime_backend = make_backend(backend, backend_options(measuring));
   const std::string default_cost = backend == "reference" ? "analytic" : "measured";
   ModelRunner exec = [&](const ImportedModel& m, const std::vector<TensorData>& inputs) {
     if (plan_spec.empty() && backend == "reference") return reference::run_graph(m.graph, inputs);
@@ -537,7 +546,11 @@ int main(int argc, char** argv) {
   auto add_optimize_flags = [&](CLI::App* cmd) {
     cmd->add_option("--cost", flags.cost,
                     "Cost model: analytic | measured (profile on this CPU; the default where the CPU backend runs)");
-    cmd->add_option("--machine", flags.machine_file, "Machine figures file (default: korch calibrate's)");
+    cmd->add_option("--machine", flags.machine_file,
+                    "Machine figures: a file, or h200 (built-in; the default with --backend cuda); default: korch "
+                    "calibrate's");
+    cmd->add_flag("--tf32", flags.tf32,
+                  "GPU linear kernels may round operands to TF32 (faster, results differ from fp32); default off");
     cmd->add_option("--max-kernel-prims", flags.max_kernel_prims, "Primitives per candidate kernel (default 8)");
     cmd->add_option("--max-partition-prims", flags.max_partition_prims,
                     "Primitives per partition (default 64, max 128)");

@@ -41,8 +41,7 @@ Halide::Buffer<> wrap(const TensorInfo& t, const void* data, bool in_layout = fa
     std::vector<halide_dimension_t> d = layout_dimensions(t.shape, format);
     return Halide::Buffer<>(storage_type(t.dtype), const_cast<void*>(data), static_cast<int>(d.size()), d.data());
   }
-  std::vector<int> dims(t.shape.rbegin(), t.shape.rend());
-  return Halide::Buffer<>(storage_type(t.dtype), const_cast<void*>(data), dims);
+  return halide_lowering::dense_buffer(t, data);
 }
 
 // A JIT-compiled Halide kernel. Its channels-last candidates (channels_last_candidates) take

@@ -37,10 +37,7 @@ void use_korch_context(Halide::Pipeline* pipeline) {
 }
 
 // A Halide buffer without host memory over device memory of tensor `t` (dense).
-Halide::Buffer<> device_buffer(const TensorInfo& t) {
-  std::vector<int> dims(t.shape.rbegin(), t.shape.rend());
-  return Halide::Buffer<>(halide_lowering::storage_type(t.dtype), nullptr, dims);
-}
+Halide::Buffer<> device_buffer(const TensorInfo& t) { return halide_lowering::dense_buffer(t, nullptr); }
 
 class GpuHalideKernel final : public CompiledKernel {
  public:

@@ -626,4 +626,9 @@ bool defines_kernel(const PrimGraph& g, const Kernel& k, std::string* why_not) {
   });
 }
 
+Halide::Buffer<> dense_buffer(const TensorInfo& t, const void* data) {
+  std::vector<int> dims(t.shape.rbegin(), t.shape.rend());
+  return Halide::Buffer<>(storage_type(t.dtype), const_cast<void*>(data), dims);
+}
+
 }  // namespace korch::halide_lowering

@@ -100,6 +100,10 @@ class Generator {
   std::vector<ExplicitReduction> explicit_reductions_;
 };
 
+// A dense Halide buffer of tensor `t` over `data` (nullptr: no host memory, e.g. to wrap device
+// memory); Halide's dimension 0 is the innermost axis.
+Halide::Buffer<> dense_buffer(const TensorInfo& t, const void* data);
+
 // Whether the Generator defines every primitive of k (definitions only: nothing is compiled).
 bool defines_kernel(const PrimGraph& g, const Kernel& k, std::string* why_not);
 
