@@ -144,7 +144,7 @@ class EpilogueFinder {
       full &= od[i] == out[i];
       batch_broadcast &= i + 2 < od.size() ? od[i] == 1 : od[i] == out[i];
     }
-    if (per_channel && !full && ep->bias == kNone) {
+    if (per_channel && ep->bias == kNone) {  // (a per-channel add on a 1x1 output is full too)
       ep->bias = other;
       return take();
     }

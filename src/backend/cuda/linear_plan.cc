@@ -275,7 +275,7 @@ class Planner {
       c.relu = ep_.act == Activation::Relu;
       if (ep_.bias != kNone) c.bias = input_index(ep_.bias);
       if (ep_.residual != kNone) {
-        if (g_.tensor(ep_.residual).shape != ys)
+        if (num_elements(g_.tensor(ep_.residual).shape) != num_elements(ys))  // aligned full shape: dense NCHW
           refuse("Conv residual of shape ", shape_str(g_.tensor(ep_.residual).shape));
         c.z = input_index(ep_.residual);
       }
