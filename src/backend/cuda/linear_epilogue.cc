@@ -114,7 +114,8 @@ class EpilogueFinder {
     TensorId other = left ? p.inputs[1] : p.inputs[0];
     if (other == cur || produced_inside(other)) return kNone;
     double c = 0;
-    if (scalar_constant(other, &c)) {
+    bool one_channel = g_.tensor(cur).shape[channel_axis_] == 1;  // a scalar Add is its bias
+    if (scalar_constant(other, &c) && !(p.op == PrimOp::Add && one_channel)) {
       if (p.op == PrimOp::Max && c == 0) {
         if (after_act) return no("a second activation (Max(x, 0) after ", activation_name(ep->act), ")");
         ep->act = Activation::Relu;

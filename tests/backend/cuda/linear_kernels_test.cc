@@ -374,6 +374,12 @@ std::vector<HandCase> hand_cases() {
                  b.add(b.add(y, b.constant({4, 1, 1})), b.input({1, 4, 5, 5}));
                },
                "bias=yes act=IDENTITY z(alpha2=1)"});
+  c.push_back({"conv_one_channel_scalar_bias",
+               [](Builder& b) {
+                 TensorId y = b.conv(b.input({1, 4, 5, 5}), b.constant({1, 4, 1, 1}), {1, 1}, {0, 0, 0, 0}, {1, 1});
+                 b.add(y, b.scalar(0.25));
+               },
+               "filter=1x4x1x1 pad=0,0 stride=1,1 dil=1,1 bias=yes act=IDENTITY"});
   c.push_back(
       {"conv_transpose",
        [](Builder& b) {
@@ -536,7 +542,7 @@ struct Pinned {
 
 TEST(CudaLinearPlan, LinearKernelsOfTinyModels) {
   std::mt19937 rng(99);
-  const std::map<std::string, Pinned> pinned = {{"per-op", {322, 319, 61, 258}}, {"greedy", {322, 313, 60, 253}}};
+  const std::map<std::string, Pinned> pinned = {{"per-op", {322, 322, 61, 261}}, {"greedy", {322, 313, 60, 253}}};
   for (bool exported : {false, true}) {
     std::map<std::string, Counts> totals;
     for (const ModelCase& mc : exported ? exported_model_cases() : model_cases()) {
