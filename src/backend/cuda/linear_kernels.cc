@@ -91,6 +91,14 @@ class GemmKernel final : public CompiledKernel {
     check_cublas(
         cublasLtMatmulPreferenceSetAttribute(pref_, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &max_ws, sizeof max_ws),
         "cublasLtMatmulPreferenceSetAttribute");
+    // Operands are only known to be 16-byte aligned (run() checks it), not 256 as the
+    // heuristics assume by default: ask for algorithms that work at 16.
+    for (auto attr : {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+                      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES}) {
+      uint32_t align = 16;
+      check_cublas(cublasLtMatmulPreferenceSetAttribute(pref_, attr, &align, sizeof align),
+                   "cublasLtMatmulPreferenceSetAttribute (alignment)");
+    }
     std::vector<cublasLtMatmulHeuristicResult_t> results(static_cast<size_t>(variant) + 1);
     int returned = 0;
     cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(ctx_.cublaslt(), desc_, a_, b_, c_layout_, d_, pref_,
