@@ -17,8 +17,9 @@ namespace korch::cuda {
 
 namespace {
 
-// The version of korch's GPU code generation: what schedule-variant indices mean.
-constexpr const char* kCudaCodegenVersion = "korch-cuda-codegen-1";
+// The version of korch's GPU code generation: what schedule-variant indices mean (2: linear
+// kernels are cuBLASLt / cuDNN calls, their variants the libraries' heuristic results).
+constexpr const char* kCudaCodegenVersion = "korch-cuda-codegen-2";
 
 class DeviceBuffer final : public BackendBuffer {
  public:
