@@ -123,8 +123,12 @@ void depth_space_rule(const std::string& op_type, bool to_space) {
       c.set_output(0, c.reshape(t, {n, ch / (b * b), h * b, w * b}));
     } else {
       if (h % b || w % b) c.error("spatial size not divisible by blocksize");
+      // SpaceToDepth-28's mode: DCR (the default) puts the block offsets before the channels.
+      std::string mode = c.attr_s("mode", "DCR");
+      if (mode != "DCR" && mode != "CRD") c.error("unknown mode '", mode, "'");
       TensorId r = c.reshape(x, {n, ch, h / b, b, w / b, b});
-      TensorId t = transpose(c, r, {0, 3, 5, 1, 2, 4});
+      TensorId t = transpose(
+          c, r, mode == "CRD" ? std::vector<int64_t>{0, 1, 3, 5, 2, 4} : std::vector<int64_t>{0, 3, 5, 1, 2, 4});
       c.set_output(0, c.reshape(t, {n, ch * b * b, h / b, w / b}));
     }
   });
