@@ -26,6 +26,7 @@ void ensure_registered() {
     register_linear_rules();
     register_normalization_rules();
     register_constant_rules();
+    register_castlike_rule();
   });
 }
 

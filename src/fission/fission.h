@@ -99,5 +99,7 @@ void register_layout_rules();
 void register_linear_rules();
 void register_normalization_rules();
 void register_constant_rules();
+// One operator (or a tight group) per file: rule_<op>.cc.
+void register_castlike_rule();
 
 }  // namespace korch

@@ -19,6 +19,7 @@ const std::map<std::string, std::vector<int>>& rule_handled_versions() {
       {"AveragePool", {1, 7, 10, 11, 19, 22}},
       {"BatchNormalization", {1, 6, 7, 9, 14, 15}},
       {"Cast", {1, 6, 9, 13, 19, 21, 23, 24, 25, 28}},
+      {"CastLike", {15, 19, 21, 23, 24, 25}},
       {"Ceil", {1, 6, 13}},
       {"Clip", {1, 6, 11, 12, 13}},
       {"Concat", {1, 4, 11, 13}},
