@@ -27,6 +27,22 @@ void ensure_registered() {
     register_normalization_rules();
     register_constant_rules();
     register_castlike_rule();
+    register_trilu_rule();
+    register_cumsum_rule();
+    register_hardmax_rule();
+    register_isinf_isnan_rules();
+    register_shrink_rule();
+    register_lrn_rule();
+    register_hyperbolic_rules();
+    register_rmsnorm_rule();
+    register_onehot_rule();
+    register_eyelike_rule();
+    register_window_rules();
+    register_lpnorm_rule();
+    register_gathernd_rule();
+    register_scatter_elements_rules();
+    register_gather_elements_rule();
+    register_loss_rules();
   });
 }
 
