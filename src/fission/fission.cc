@@ -28,7 +28,7 @@ void ensure_registered() {
     register_constant_rules();
     register_castlike_rule();
     register_trilu_rule();
-    register_cumsum_rule();
+    register_cumsum_rules();
     register_hardmax_rule();
     register_isinf_isnan_rules();
     register_shrink_rule();
@@ -43,6 +43,7 @@ void ensure_registered() {
     register_scatter_elements_rules();
     register_gather_elements_rule();
     register_loss_rules();
+    register_attention_rule();
   });
 }
 

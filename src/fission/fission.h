@@ -102,7 +102,7 @@ void register_constant_rules();
 // One operator (or a tight group) per file: rule_<op>.cc.
 void register_castlike_rule();
 void register_trilu_rule();
-void register_cumsum_rule();
+void register_cumsum_rules();
 void register_hardmax_rule();
 void register_isinf_isnan_rules();
 void register_shrink_rule();
@@ -117,5 +117,6 @@ void register_gathernd_rule();
 void register_scatter_elements_rules();
 void register_gather_elements_rule();
 void register_loss_rules();
+void register_attention_rule();
 
 }  // namespace korch
