@@ -44,6 +44,7 @@ void ensure_registered() {
     register_gather_elements_rule();
     register_loss_rules();
     register_attention_rule();
+    register_einsum_rule();
   });
 }
 

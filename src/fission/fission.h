@@ -118,5 +118,6 @@ void register_scatter_elements_rules();
 void register_gather_elements_rule();
 void register_loss_rules();
 void register_attention_rule();
+void register_einsum_rule();
 
 }  // namespace korch

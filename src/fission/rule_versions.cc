@@ -40,6 +40,7 @@ const std::map<std::string, std::vector<int>>& rule_handled_versions() {
       {"DepthToSpace", {1, 11, 13, 28}},
       {"Div", {1, 6, 7, 13, 14}},
       {"Dropout", {1, 6, 7, 10, 12, 13, 22}},
+      {"Einsum", {12, 28}},
       {"Elu", {1, 6, 22}},
       {"Equal", {1, 7, 11, 13, 19}},
       {"Erf", {9, 13}},
