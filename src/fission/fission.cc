@@ -45,6 +45,7 @@ void ensure_registered() {
     register_loss_rules();
     register_attention_rule();
     register_einsum_rule();
+    register_center_crop_pad_rule();
   });
 }
 

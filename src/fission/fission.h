@@ -119,5 +119,6 @@ void register_gather_elements_rule();
 void register_loss_rules();
 void register_attention_rule();
 void register_einsum_rule();
+void register_center_crop_pad_rule();
 
 }  // namespace korch
