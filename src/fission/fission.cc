@@ -46,6 +46,7 @@ void ensure_registered() {
     register_attention_rule();
     register_einsum_rule();
     register_center_crop_pad_rule();
+    register_topk_rule();
   });
 }
 

@@ -120,5 +120,6 @@ void register_loss_rules();
 void register_attention_rule();
 void register_einsum_rule();
 void register_center_crop_pad_rule();
+void register_topk_rule();
 
 }  // namespace korch

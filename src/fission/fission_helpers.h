@@ -80,4 +80,8 @@ inline double highest_of(DType t) {
   }
 }
 
+// ScatterND (input 0 data, 1 indices, 2 updates) with any reduction and run-time indices, by
+// one-hot masks over the flattened indexed axes (rule_scatter_elements.cc).
+void scatter_nd_by_mask(FissionContext& c, const std::string& reduction);
+
 }  // namespace korch

@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "fission/fission.h"
+#include "fission/fission_helpers.h"
 #include "fission/onnx_tensor.h"
 #include "onnx/onnx_pb.h"
 
@@ -137,7 +138,11 @@ void register_constant_rules() {
     c.set_output(0, c.constant(std::move(out)));
   });
   register_fission_rule("ScatterND", [](FissionContext& c) {
-    if (c.attr_s("reduction", "none") != "none") c.error("only reduction='none' is supported");
+    std::string reduction = c.attr_s("reduction", "none");
+    if (reduction != "none" || !c.is_constant(c.input(1))) {
+      scatter_nd_by_mask(c, reduction);
+      return;
+    }
     if (!c.is_constant(c.input(0)) || !c.is_constant(c.input(2))) {
       // Runtime data/updates with constant indices (YOLOX's box decode).
       const TensorData& indices = c.constant_input(1);
