@@ -47,6 +47,7 @@ void ensure_registered() {
     register_einsum_rule();
     register_center_crop_pad_rule();
     register_topk_rule();
+    register_rnn_rules();
   });
 }
 

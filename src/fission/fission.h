@@ -121,5 +121,6 @@ void register_attention_rule();
 void register_einsum_rule();
 void register_center_crop_pad_rule();
 void register_topk_rule();
+void register_rnn_rules();
 
 }  // namespace korch

@@ -1478,6 +1478,24 @@ def gen_composed(w):
                              ("LpNormalization", {"axis": 0, "p": 1}, 13), ("Swish", {"alpha": 1.5}, 24)):
         xin = x / 4 if op == "Atanh" else x
         w.case(op, "basic", node(op, ["x"], ["y"], **attrs), {"x": xin}, opset=opset, op_optional=True)
+    rng = w.rng("recurrent")
+    seq, batch, inp, hid = 4, 2, 3, 5
+    for op, gates, extra in (("RNN", 1, {}), ("GRU", 3, {}), ("GRU", 3, {"linear_before_reset": 1}),
+                             ("LSTM", 4, {}), ("LSTM", 4, {"clip": 0.8})):
+        for direction in ("forward", "reverse", "bidirectional"):
+            dirs = 2 if direction == "bidirectional" else 1
+            inits = {"W": uni(rng, (dirs, gates * hid, inp), -0.5, 0.5), "R": uni(rng, (dirs, gates * hid, hid), -0.5, 0.5),
+                     "B": uni(rng, (dirs, 2 * gates * hid), -0.5, 0.5)}
+            ins = {"X": uni(rng, (seq, batch, inp)), "h0": uni(rng, (dirs, batch, hid))}
+            names = ["X", "W", "R", "B", "", "h0"]
+            outs = ["Y", "Y_h"]
+            if op == "LSTM":
+                ins["c0"] = uni(rng, (dirs, batch, hid))
+                inits["P"] = uni(rng, (dirs, 3 * hid), -0.5, 0.5)
+                names += ["c0", "P"]
+                outs.append("Y_c")
+            tag = f"{direction}" + "".join(f"_{k}" for k in extra)
+            w.case(op, tag, node(op, names, outs, hidden_size=hid, direction=direction, **extra), ins, inits, opset=14)
     w.case("Acosh", "basic", node("Acosh", ["x"], ["y"]), {"x": uni(rng, (3, 4), lo=1.0, hi=4.0)})
     w.case("RMSNormalization", "axis1", node("RMSNormalization", ["x", "s"], ["y"], axis=1),
            {"x": uni(rng, (2, 3, 4))}, {"s": uni(rng, (3, 4))}, opset=23, op_optional=True)
