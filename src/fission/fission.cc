@@ -48,6 +48,8 @@ void ensure_registered() {
     register_center_crop_pad_rule();
     register_topk_rule();
     register_rnn_rules();
+    register_rotary_embedding_rule();
+    register_dft_rules();
   });
 }
 

@@ -122,5 +122,7 @@ void register_einsum_rule();
 void register_center_crop_pad_rule();
 void register_topk_rule();
 void register_rnn_rules();
+void register_rotary_embedding_rule();
+void register_dft_rules();
 
 }  // namespace korch
