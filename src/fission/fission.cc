@@ -50,6 +50,7 @@ void ensure_registered() {
     register_rnn_rules();
     register_rotary_embedding_rule();
     register_dft_rules();
+    register_quantize_rules();
   });
 }
 

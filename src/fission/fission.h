@@ -124,5 +124,6 @@ void register_topk_rule();
 void register_rnn_rules();
 void register_rotary_embedding_rule();
 void register_dft_rules();
+void register_quantize_rules();
 
 }  // namespace korch

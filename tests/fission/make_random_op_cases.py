@@ -1496,6 +1496,16 @@ def gen_composed(w):
                 outs.append("Y_c")
             tag = f"{direction}" + "".join(f"_{k}" for k in extra)
             w.case(op, tag, node(op, names, outs, hidden_size=hid, direction=direction, **extra), ins, inits, opset=14)
+    rng = w.rng("quantize")
+    x = uni(rng, (2, 3, 4), -3, 3)
+    w.case("QuantizeLinear", "per_axis_i8", node("QuantizeLinear", ["x", "s", "z"], ["y"], axis=1), {"x": x},
+           {"s": uni(rng, (3,), 0.01, 0.05), "z": np.array([-3, 0, 5], np.int8)})
+    w.case("QuantizeLinear", "per_tensor_u8", node("QuantizeLinear", ["x", "s", "z"], ["y"]), {"x": x},
+           {"s": np.array(0.02, F32), "z": np.array(128, np.uint8)})
+    w.case("DequantizeLinear", "per_axis_u8", node("DequantizeLinear", ["q", "s", "z"], ["y"], axis=0),
+           {"q": rng.integers(0, 256, (3, 5)).astype(np.uint8)},
+           {"s": uni(rng, (3,), 0.01, 0.05), "z": np.array([0, 128, 7], np.uint8)})
+    w.case("DynamicQuantizeLinear", "basic", node("DynamicQuantizeLinear", ["x"], ["y", "s", "z"]), {"x": x}, opset=13)
     w.case("Acosh", "basic", node("Acosh", ["x"], ["y"]), {"x": uni(rng, (3, 4), lo=1.0, hi=4.0)})
     w.case("RMSNormalization", "axis1", node("RMSNormalization", ["x", "s"], ["y"], axis=1),
            {"x": uni(rng, (2, 3, 4))}, {"s": uni(rng, (3, 4))}, opset=23, op_optional=True)
