@@ -26,6 +26,31 @@ void ensure_registered() {
     register_linear_rules();
     register_normalization_rules();
     register_constant_rules();
+    register_castlike_rule();
+    register_trilu_rule();
+    register_cumsum_rules();
+    register_hardmax_rule();
+    register_isinf_isnan_rules();
+    register_shrink_rule();
+    register_lrn_rule();
+    register_hyperbolic_rules();
+    register_rmsnorm_rule();
+    register_onehot_rule();
+    register_eyelike_rule();
+    register_window_rules();
+    register_lpnorm_rule();
+    register_gathernd_rule();
+    register_scatter_elements_rules();
+    register_gather_elements_rule();
+    register_loss_rules();
+    register_attention_rule();
+    register_einsum_rule();
+    register_center_crop_pad_rule();
+    register_topk_rule();
+    register_rnn_rules();
+    register_rotary_embedding_rule();
+    register_dft_rules();
+    register_quantize_rules();
   });
 }
 

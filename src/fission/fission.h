@@ -99,5 +99,31 @@ void register_layout_rules();
 void register_linear_rules();
 void register_normalization_rules();
 void register_constant_rules();
+// One operator (or a tight group) per file: rule_<op>.cc.
+void register_castlike_rule();
+void register_trilu_rule();
+void register_cumsum_rules();
+void register_hardmax_rule();
+void register_isinf_isnan_rules();
+void register_shrink_rule();
+void register_lrn_rule();
+void register_hyperbolic_rules();
+void register_rmsnorm_rule();
+void register_onehot_rule();
+void register_eyelike_rule();
+void register_window_rules();
+void register_lpnorm_rule();
+void register_gathernd_rule();
+void register_scatter_elements_rules();
+void register_gather_elements_rule();
+void register_loss_rules();
+void register_attention_rule();
+void register_einsum_rule();
+void register_center_crop_pad_rule();
+void register_topk_rule();
+void register_rnn_rules();
+void register_rotary_embedding_rule();
+void register_dft_rules();
+void register_quantize_rules();
 
 }  // namespace korch

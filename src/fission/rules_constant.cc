@@ -1,15 +1,15 @@
 // Fission rules for operators that only ever produce constants in static-shape models
-// (Constant, Shape, Size, ConstantOfShape, Range, and ScatterND / GatherElements on constant
-// inputs). They compute their value at import; a non-constant input is a clear error, except
-// ScatterND with constant indices on runtime data: when the indices enumerate a box of the data
-// in row-major order (YOLOX's `x[..., :2] = y`), it becomes Slices of the data concatenated
-// around the updates (layout primitives that fuse with their neighbours); any other index set
-// becomes Gather + Where over static index maps.
+// (Constant, Shape, Size, ConstantOfShape, Range, and ScatterND on constant inputs). They
+// compute their value at import; a non-constant input is a clear error, except ScatterND with constant indices on
+// runtime data: when the indices enumerate a box of the data in row-major order (YOLOX's `x[..., :2] = y`), it becomes
+// Slices of the data concatenated around the updates (layout primitives that fuse with their neighbours); any other
+// index set becomes Gather + Where over static index maps.
 #include <algorithm>
 #include <cmath>
 #include <optional>
 
 #include "fission/fission.h"
+#include "fission/fission_helpers.h"
 #include "fission/onnx_tensor.h"
 #include "onnx/onnx_pb.h"
 
@@ -137,44 +137,12 @@ void register_constant_rules() {
     }
     c.set_output(0, c.constant(std::move(out)));
   });
-  register_fission_rule("GatherElements", [](FissionContext& c) {
-    // Only on constants (transformers gathers its constant token_type_ids buffer this way).
-    const TensorData& data = c.constant_input(0);
-    const TensorData& indices = c.constant_input(1);
-    const Shape& ds = data.shape();
-    const Shape& is = indices.shape();
-    int64_t rank = static_cast<int64_t>(ds.size());
-    if (static_cast<int64_t>(is.size()) != rank || rank == 0) c.error("data and indices must have the same rank >= 1");
-    int64_t axis = normalize_axis(c.attr_i("axis", 0), rank);
-    std::vector<int64_t> dst = strides_of(ds), ist = strides_of(is);
-    TensorData out(data.dtype(), is);
-    std::vector<int64_t> idx(rank, 0);
-    for (int64_t i = 0; i < out.size(); ++i) {
-      int64_t rem = i, off = 0;
-      for (int64_t d = 0; d < rank; ++d) {
-        idx[d] = rem / ist[d];
-        rem %= ist[d];
-      }
-      for (int64_t d = 0; d < rank; ++d) {
-        int64_t v = idx[d];
-        if (d == axis) {
-          v = indices.get_i64(i);
-          if (v < 0) v += ds[d];
-          if (v < 0 || v >= ds[d]) c.error("index ", indices.get_i64(i), " out of range");
-        } else if (v >= ds[d]) {
-          c.error("indices shape ", shape_str(is), " exceeds data shape ", shape_str(ds));
-        }
-        off += v * dst[d];
-      }
-      if (is_floating(out.dtype()))
-        out.set_f64(i, data.get_f64(off));
-      else
-        out.set_i64(i, data.get_i64(off));
-    }
-    c.set_output(0, c.constant(std::move(out)));
-  });
   register_fission_rule("ScatterND", [](FissionContext& c) {
-    if (c.attr_s("reduction", "none") != "none") c.error("only reduction='none' is supported");
+    std::string reduction = c.attr_s("reduction", "none");
+    if (reduction != "none" || !c.is_constant(c.input(1))) {
+      scatter_nd_by_mask(c, reduction);
+      return;
+    }
     if (!c.is_constant(c.input(0)) || !c.is_constant(c.input(2))) {
       // Runtime data/updates with constant indices (YOLOX's box decode).
       const TensorData& indices = c.constant_input(1);

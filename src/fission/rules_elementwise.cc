@@ -169,6 +169,26 @@ void register_elementwise_rules() {
     TensorId x = c.input(0);
     c.set_output(0, c.binary(PrimOp::Mul, x, c.unary(PrimOp::Tanh, softplus(c, x))));
   });
+  register_fission_rule("Swish", [](FissionContext& c) {  // x * sigmoid(alpha x)
+    TensorId x = c.input(0);
+    TensorId ax = c.binary(PrimOp::Mul, x, c.scalar(c.attr_f("alpha", 1.0), c.dtype(x)));
+    c.set_output(0, c.binary(PrimOp::Mul, x, c.unary(PrimOp::Sigmoid, ax)));
+  });
+  register_fission_rule("ThresholdedRelu", [](FissionContext& c) {  // x > alpha ? x : 0
+    TensorId x = c.input(0);
+    DType t = c.dtype(x);
+    TensorId above = c.binary(PrimOp::Greater, x, c.scalar(c.attr_f("alpha", 1.0), t));
+    c.set_output(0, c.emit(PrimOp::Where, {above, x, c.scalar(0, t)}));
+  });
+  register_fission_rule("Celu", [](FissionContext& c) {  // max(0, x) + min(0, alpha (exp(x / alpha) - 1))
+    TensorId x = c.input(0);
+    DType t = c.dtype(x);
+    double alpha = c.attr_f("alpha", 1.0);
+    TensorId e =
+        c.binary(PrimOp::Sub, c.unary(PrimOp::Exp, c.binary(PrimOp::Div, x, c.scalar(alpha, t))), c.scalar(1, t));
+    TensorId neg = c.binary(PrimOp::Min, c.binary(PrimOp::Mul, e, c.scalar(alpha, t)), c.scalar(0, t));
+    c.set_output(0, c.binary(PrimOp::Add, c.unary(PrimOp::Relu, x), neg));
+  });
   register_fission_rule("Gelu", [](FissionContext& c) {
     TensorId x = c.input(0);
     DType t = c.dtype(x);

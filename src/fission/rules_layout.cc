@@ -69,11 +69,12 @@ void resize_common(FissionContext& c, TensorId x, std::vector<double> scales, st
   int64_t rank = c.rank(x);
   if (!sizes.empty()) {
     if (static_cast<int64_t>(sizes.size()) != rank) c.error("sizes must have one entry per dimension");
+    bool given = static_cast<int64_t>(scales.size()) == rank;  // keep_aspect_ratio_policy's scales
     scales.resize(rank);
     for (int64_t i = 0; i < rank; ++i) {
       if (sizes[i] < 0) c.error("sizes must be non-negative");
       if (s[i] == 0 && sizes[i] != 0) c.error("cannot resize an empty axis to size ", sizes[i]);
-      scales[i] = s[i] == 0 ? 1.0 : static_cast<double>(sizes[i]) / static_cast<double>(s[i]);
+      if (!given) scales[i] = s[i] == 0 ? 1.0 : static_cast<double>(sizes[i]) / static_cast<double>(s[i]);
     }
   } else {
     if (static_cast<int64_t>(scales.size()) != rank)
@@ -123,8 +124,12 @@ void depth_space_rule(const std::string& op_type, bool to_space) {
       c.set_output(0, c.reshape(t, {n, ch / (b * b), h * b, w * b}));
     } else {
       if (h % b || w % b) c.error("spatial size not divisible by blocksize");
+      // SpaceToDepth-28's mode: DCR (the default) puts the block offsets before the channels.
+      std::string mode = c.attr_s("mode", "DCR");
+      if (mode != "DCR" && mode != "CRD") c.error("unknown mode '", mode, "'");
       TensorId r = c.reshape(x, {n, ch, h / b, b, w / b, b});
-      TensorId t = transpose(c, r, {0, 3, 5, 1, 2, 4});
+      TensorId t = transpose(
+          c, r, mode == "CRD" ? std::vector<int64_t>{0, 1, 3, 5, 2, 4} : std::vector<int64_t>{0, 3, 5, 1, 2, 4});
       c.set_output(0, c.reshape(t, {n, ch * b * b, h / b, w / b}));
     }
   });
@@ -330,10 +335,61 @@ void register_layout_rules() {
       if (c.has_input(3) && num_elements(c.shape(c.input(3))) > 0) sizes = c.constant_ints(3);
       if (scales.empty() && sizes.empty()) c.error("needs either scales or sizes");
     }
-    if (c.has_attr("axes")) c.error("the 'axes' attribute (opset 18) is not supported");
     if (c.attr_i("antialias", 0)) c.error("antialias is not supported");
-    if (c.attr_s("keep_aspect_ratio_policy", "stretch") != "stretch")
-      c.error("keep_aspect_ratio_policy is not supported");
+    const Shape& in = c.shape(x);
+    int64_t rank = c.rank(x);
+    if (c.has_attr("axes")) {  // opset 18: scales / sizes / roi name only these axes
+      std::vector<int64_t> axes = c.attr_ints("axes");
+      for (int64_t& a : axes) a = normalize_axis(a, rank);
+      int64_t n = static_cast<int64_t>(axes.size());
+      if ((!scales.empty() && static_cast<int64_t>(scales.size()) != n) ||
+          (!sizes.empty() && static_cast<int64_t>(sizes.size()) != n) ||
+          (!roi.empty() && static_cast<int64_t>(roi.size()) != 2 * n))
+        c.error("scales, sizes and roi must have one entry (roi: two) per axis in 'axes'");
+      std::vector<double> full_scales(rank, 1.0), full_roi(2 * rank, 0.0);
+      std::vector<int64_t> full_sizes = in;
+      for (int64_t i = 0; i < rank; ++i) full_roi[rank + i] = 1.0;
+      for (int64_t i = 0; i < n; ++i) {
+        if (!scales.empty()) full_scales[axes[i]] = scales[i];
+        if (!sizes.empty()) full_sizes[axes[i]] = sizes[i];
+        if (!roi.empty()) {
+          full_roi[axes[i]] = roi[i];
+          full_roi[rank + axes[i]] = roi[n + i];
+        }
+      }
+      scales = scales.empty() ? scales : full_scales;
+      sizes = sizes.empty() ? sizes : full_sizes;
+      roi = roi.empty() ? roi : full_roi;
+      if (!sizes.empty()) {
+        std::vector<char> in_axes(rank, 0);
+        for (int64_t a : axes) in_axes[a] = 1;
+        for (int64_t i = 0; i < rank; ++i)
+          if (!in_axes[i]) sizes[i] = in[i];
+      }
+    }
+    std::string policy = c.attr_s("keep_aspect_ratio_policy", "stretch");
+    if (policy != "stretch" && !sizes.empty()) {
+      // One scale for the resized axes (those whose size is given), sizes rounded half up.
+      std::vector<int64_t> axes;
+      if (c.has_attr("axes")) {
+        axes = c.attr_ints("axes");
+        for (int64_t& a : axes) a = normalize_axis(a, rank);
+      } else {
+        for (int64_t i = 0; i < rank; ++i) axes.push_back(i);
+      }
+      if (policy != "not_larger" && policy != "not_smaller") c.error("unknown keep_aspect_ratio_policy '", policy, "'");
+      double scale = policy == "not_larger" ? 1e300 : -1e300;
+      for (int64_t a : axes) {
+        if (in[a] == 0) c.error("cannot keep the aspect ratio of an empty axis");
+        double r = static_cast<double>(sizes[a]) / static_cast<double>(in[a]);
+        scale = policy == "not_larger" ? std::min(scale, r) : std::max(scale, r);
+      }
+      scales.assign(rank, 1.0);
+      for (int64_t a : axes) {
+        scales[a] = scale;
+        sizes[a] = static_cast<int64_t>(scale * static_cast<double>(in[a]) + 0.5);
+      }
+    }
     std::string coord = c.opset() < 11 ? "asymmetric" : c.attr_s("coordinate_transformation_mode", default_coord);
     resize_common(c, x, scales, sizes, roi, c.attr_s("mode", "nearest"), coord,
                   c.attr_s("nearest_mode", c.opset() < 11 ? "floor" : "round_prefer_floor"));

@@ -1,7 +1,8 @@
 // Fission rules for compute-intensive and window ONNX operators: MatMul (1-D operands
 // become rank-2 by Reshape), Gemm (transposes, alpha, beta*C as elementwise epilogue),
 // Conv / ConvTranspose (auto_pad resolved to explicit pads, bias as a broadcast Add), and
-// MaxPool / AveragePool.
+// MaxPool / AveragePool, and LpPool as a depthwise all-ones Conv of |x|^p (zero pads add
+// nothing; ceil_mode pads the end further) raised to 1/p.
 #include <algorithm>
 
 #include "fission/fission.h"
@@ -75,7 +76,44 @@ void pool_rule(const std::string& op_type, PrimOp op) {
 
 }  // namespace
 
+static void register_lppool_rule() {
+  register_fission_rule("LpPool", [](FissionContext& c) {
+    TensorId x = c.input(0);
+    if (c.rank(x) < 3) c.error("expects a tensor of rank >= 3");
+    const Shape xs = c.shape(x);
+    SpatialAttrs a = spatial_attrs(c, xs, c.attr_ints("kernel_shape"));
+    size_t nsp = xs.size() - 2;
+    if (c.attr_i("ceil_mode", 0)) {
+      for (size_t i = 0; i < nsp; ++i) {
+        int64_t span = (a.kernel[i] - 1) * a.dilations[i] + 1;
+        int64_t padded = xs[2 + i] + a.pads[i] + a.pads[nsp + i];
+        int64_t out = (padded - span + a.strides[i] - 1) / a.strides[i] + 1;
+        if ((out - 1) * a.strides[i] >= xs[2 + i] + a.pads[i]) --out;
+        a.pads[nsp + i] += std::max<int64_t>(0, (out - 1) * a.strides[i] + span - padded);
+      }
+    }
+    DType t = c.dtype(x);
+    double p = static_cast<double>(c.attr_i("p", 2));
+    int64_t ch = xs[1];
+    Shape ws = {ch, 1};
+    ws.insert(ws.end(), a.kernel.begin(), a.kernel.end());
+    TensorData ones(t, ws);
+    for (int64_t i = 0; i < ones.size(); ++i) ones.set_f64(i, 1.0);
+    TensorId xp = p == 1.0   ? c.unary(PrimOp::Abs, x)
+                  : p == 2.0 ? c.binary(PrimOp::Mul, x, x)
+                             : c.binary(PrimOp::Pow, c.unary(PrimOp::Abs, x), c.scalar(p, t));
+    Attrs attrs;
+    attrs.set("strides", a.strides).set("pads", a.pads).set("dilations", a.dilations).set("group", ch);
+    TensorId sum = c.emit(PrimOp::Conv, {xp, c.constant(std::move(ones))}, attrs);
+    TensorId y = p == 1.0   ? sum
+                 : p == 2.0 ? c.unary(PrimOp::Sqrt, sum)
+                            : c.binary(PrimOp::Pow, sum, c.scalar(1.0 / p, t));
+    c.set_output(0, y);
+  });
+}
+
 void register_linear_rules() {
+  register_lppool_rule();
   register_fission_rule("MatMul", [](FissionContext& c) {
     TensorId a = c.input(0), b = c.input(1);
     Shape sa = c.shape(a), sb = c.shape(b);

@@ -1,5 +1,6 @@
 // Import pipeline: parse -> opset check -> initializers -> graph inputs (static shapes) ->
-// fission of each node in order (with folding) -> outputs -> dead-code removal -> verify.
+// fission of each node in order (its operator version at the opset must be one the rule
+// implements; with folding) -> outputs -> dead-code removal -> verify.
 #include "frontend/onnx_import.h"
 
 #include <fstream>
@@ -9,6 +10,7 @@
 
 #include "fission/fission.h"
 #include "fission/onnx_tensor.h"
+#include "fission/onnx_versions.h"
 #include "ir/printer.h"
 #include "onnx/onnx_pb.h"
 #include "util/error.h"
@@ -18,7 +20,6 @@ namespace korch {
 namespace {
 
 constexpr int kMinOpset = 1;
-constexpr int kMaxOpset = 21;
 
 std::string join(const std::vector<std::string>& v, const std::string& sep) {
   std::string s;
@@ -36,8 +37,8 @@ int default_domain_opset(const onnx::ModelProto& model) {
     else
       fail("the model imports no opset of the default ONNX domain");
   }
-  if (opset < kMinOpset || opset > kMaxOpset)
-    fail("the model uses opset ", opset, "; korch supports opsets ", kMinOpset, " to ", kMaxOpset,
+  if (opset < kMinOpset || opset > onnx_newest_opset())
+    fail("the model uses opset ", opset, "; korch knows opsets ", kMinOpset, " to ", onnx_newest_opset(),
          " (re-export with e.g. torch.onnx.export(..., opset_version=17))");
   return opset;
 }
@@ -152,6 +153,11 @@ ImportedModel import_onnx_model(const onnx::ModelProto& model, const std::string
     if (!rule)
       fail("node '", label, "': operator ", node.op_type(),
            " is not supported; supported operators: ", join(supported_onnx_ops(), " "));
+    // 0: an operator the opset does not define yet (lenient: the rule's semantics apply).
+    int version = onnx_since_version(node.op_type(), result.opset);
+    if (version > 0 && !rule_handles_version(node.op_type(), version))
+      fail("node '", label, "': ", node.op_type(), " version ", version, " (opset ", result.opset,
+           ") is not supported");
     std::vector<TensorId> inputs;
     for (const std::string& in : node.input()) {
       if (in.empty()) {

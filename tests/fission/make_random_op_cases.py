@@ -1398,9 +1398,122 @@ def gen_edges(w):
        optional=True)
     rs("edge_cubic_r2", {"mode": "cubic"}, [2, 1.5], data=uni(rng, (3, 4)), optional=True)
 
+def gen_composed(w):
+    """Operators korch composes from existing primitives (rule_*.cc): Einsum forms, scans, masks,
+    one-hot gathers/scatters with run-time indices, losses, activations."""
+    rng = w.rng("Einsum")
+    for tag, eq, shapes in (
+            ("matmul", "ij,jk->ik", [(3, 4), (4, 5)]),
+            ("batch_matmul", "bij,bjk->bik", [(2, 3, 4), (2, 4, 5)]),
+            ("bcast_batch", "...ij,...jk->...ik", [(2, 1, 3, 4), (1, 3, 4, 2)]),
+            ("implicit", "ij,jk", [(3, 4), (4, 2)]),
+            ("outer", "i,j->ij", [(3,), (4,)]),
+            ("transpose", "abc->cab", [(2, 3, 4)]),
+            ("trace", "ii->", [(4, 4)]),
+            ("diag", "ii->i", [(3, 3)]),
+            ("sum_axes", "abc->b", [(2, 3, 4)]),
+            ("attention_like", "bhqd,bhkd->bhqk", [(2, 2, 3, 4), (2, 2, 5, 4)]),
+            ("free_sum", "ij,kl->ik", [(2, 3), (4, 5)]),
+            ("three", "ij,jk,kl->il", [(2, 3), (3, 4), (4, 2)]),
+            ("bilinear", "bn,anm,bm->ba", [(2, 3), (4, 3, 5), (2, 5)])):
+        names = [f"x{i}" for i in range(len(shapes))]
+        w.case("Einsum", tag, node("Einsum", names, ["y"], equation=eq),
+               {n: uni(rng, sh) for n, sh in zip(names, shapes)}, opset=12)
+    rng = w.rng("CumSum")
+    for tag, x, axis, attrs in (
+            ("f32_axis0", uni(rng, (5, 3)), 0, {}),
+            ("f32_axis1_excl", uni(rng, (3, 7)), 1, {"exclusive": 1}),
+            ("i64_rev", ints(rng, (4, 6)), -1, {"reverse": 1}),
+            ("i32_excl_rev", ints(rng, (9,), dtype=np.int32), 0, {"exclusive": 1, "reverse": 1}),
+            ("f64_r3", uni(rng, (2, 5, 3), dtype=np.float64), 1, {})):
+        w.case("CumSum", tag, node("CumSum", ["x", "a"], ["y"], **attrs), {"x": x}, {"a": i64(axis)}, opset=14)
+    rng = w.rng("Trilu")
+    for tag, shape, k, upper in (("upper", (4, 5), None, 1), ("lower_k1", (2, 4, 3), 1, 0),
+                                 ("upper_kneg", (5, 5), -2, 1), ("lower_kbig", (3, 4), 7, 0)):
+        ins = ["x"] + (["k"] if k is not None else [])
+        w.case("Trilu", tag, node("Trilu", ins, ["y"], upper=upper), {"x": uni(rng, shape)},
+               {} if k is None else {"k": i64(k)}, opset=14)
+    rng = w.rng("Hardmax")
+    w.case("Hardmax", "op13_axis1", node("Hardmax", ["x"], ["y"], axis=1), {"x": small_ints_f(rng, (3, 4, 5))})
+    w.case("Hardmax", "op11_coerced", node("Hardmax", ["x"], ["y"], axis=1), {"x": uni(rng, (2, 3, 4))}, opset=11)
+    rng = w.rng("GatherND")
+    data = uni(rng, (3, 4, 5))
+    w.case("GatherND", "k2", node("GatherND", ["x", "i"], ["y"]), {"x": data, "i": i64([[0, 1], [2, -1], [1, 3]])},
+           opset=12)
+    w.case("GatherND", "batch1", node("GatherND", ["x", "i"], ["y"], batch_dims=1),
+           {"x": data, "i": i64([[[1], [3]], [[0], [2]], [[3], [3]]])}, opset=12)
+    rng = w.rng("GatherElements")
+    w.case("GatherElements", "runtime_axis1", node("GatherElements", ["x", "i"], ["y"], axis=1),
+           {"x": uni(rng, (3, 4)), "i": ints(rng, (3, 6), lo=-4, hi=3)})
+    w.case("GatherElements", "runtime_axis0_small", node("GatherElements", ["x", "i"], ["y"], axis=0),
+           {"x": uni(rng, (4, 5)), "i": ints(rng, (2, 3), lo=0, hi=3)})
+    rng = w.rng("ScatterElements")
+    for red in ("none", "add", "mul", "max", "min"):
+        idx = np.stack([rng.permutation(5)[:3] for _ in range(2)]).astype(I64) - (2 if red == "none" else 0)
+        if red != "none":
+            idx[:, 2] = idx[:, 0]  # duplicates
+        w.case("ScatterElements", f"axis1_{red}", node("ScatterElements", ["x", "i", "u"], ["y"], axis=1, reduction=red),
+               {"x": uni(rng, (3, 5)), "i": idx, "u": uni(rng, (2, 3))}, opset=18)
+    rng = w.rng("OneHot")
+    w.case("OneHot", "axis_last", node("OneHot", ["i", "d", "v"], ["y"]), {"i": ints(rng, (2, 3), lo=-5, hi=5)},
+           {"d": i64(5), "v": f32c([0.0, 2.0])}, opset=11)
+    w.case("OneHot", "axis0", node("OneHot", ["i", "d", "v"], ["y"], axis=0), {"i": ints(rng, (4,), lo=0, hi=4)},
+           {"d": np.array(4.0, F32), "v": f32c([-1.0, 1.0])}, opset=11)
+    rng = w.rng("LRN")
+    w.case("LRN", "size3", node("LRN", ["x"], ["y"], size=3), {"x": uni(rng, (2, 5, 3, 3))})
+    w.case("LRN", "size5_attrs", node("LRN", ["x"], ["y"], size=5, alpha=0.01, beta=0.5, bias=2.0),
+           {"x": uni(rng, (1, 6, 4, 3))})
+    rng = w.rng("NegativeLogLikelihoodLoss")
+    for red in ("none", "sum", "mean"):
+        w.case("NegativeLogLikelihoodLoss", f"{red}_weight_ignore",
+               node("NegativeLogLikelihoodLoss", ["x", "t", "w"], ["y"], reduction=red, ignore_index=1),
+               {"x": uni(rng, (3, 4, 2)), "t": ints(rng, (3, 2), lo=0, hi=3)}, {"w": uni(rng, (4,), lo=0.1, hi=1.0)})
+    w.case("SoftmaxCrossEntropyLoss", "mean_logprob", node("SoftmaxCrossEntropyLoss", ["x", "t"], ["y", "lp"]),
+           {"x": uni(rng, (4, 5)), "t": ints(rng, (4,), lo=0, hi=4)})
+    rng = w.rng("activations")
+    x = uni(rng, (3, 4), lo=-3, hi=3)
+    for op, attrs, opset in (("Shrink", {"lambd": 0.7, "bias": 0.2}, 13), ("Celu", {"alpha": 0.8}, 13),
+                             ("ThresholdedRelu", {"alpha": 0.5}, 13), ("Tan", {}, 13), ("Sinh", {}, 13),
+                             ("Cosh", {}, 13), ("Asinh", {}, 13), ("Atanh", {}, 13), ("IsNaN", {}, 13),
+                             ("LpNormalization", {"axis": 0, "p": 1}, 13), ("Swish", {"alpha": 1.5}, 24)):
+        xin = x / 4 if op == "Atanh" else x
+        w.case(op, "basic", node(op, ["x"], ["y"], **attrs), {"x": xin}, opset=opset, op_optional=True)
+    rng = w.rng("recurrent")
+    seq, batch, inp, hid = 4, 2, 3, 5
+    for op, gates, extra in (("RNN", 1, {}), ("GRU", 3, {}), ("GRU", 3, {"linear_before_reset": 1}),
+                             ("LSTM", 4, {}), ("LSTM", 4, {"clip": 0.8})):
+        for direction in ("forward", "reverse", "bidirectional"):
+            dirs = 2 if direction == "bidirectional" else 1
+            inits = {"W": uni(rng, (dirs, gates * hid, inp), -0.5, 0.5), "R": uni(rng, (dirs, gates * hid, hid), -0.5, 0.5),
+                     "B": uni(rng, (dirs, 2 * gates * hid), -0.5, 0.5)}
+            ins = {"X": uni(rng, (seq, batch, inp)), "h0": uni(rng, (dirs, batch, hid))}
+            names = ["X", "W", "R", "B", "", "h0"]
+            outs = ["Y", "Y_h"]
+            if op == "LSTM":
+                ins["c0"] = uni(rng, (dirs, batch, hid))
+                inits["P"] = uni(rng, (dirs, 3 * hid), -0.5, 0.5)
+                names += ["c0", "P"]
+                outs.append("Y_c")
+            tag = f"{direction}" + "".join(f"_{k}" for k in extra)
+            w.case(op, tag, node(op, names, outs, hidden_size=hid, direction=direction, **extra), ins, inits, opset=14)
+    rng = w.rng("quantize")
+    x = uni(rng, (2, 3, 4), -3, 3)
+    w.case("QuantizeLinear", "per_axis_i8", node("QuantizeLinear", ["x", "s", "z"], ["y"], axis=1), {"x": x},
+           {"s": uni(rng, (3,), 0.01, 0.05), "z": np.array([-3, 0, 5], np.int8)})
+    w.case("QuantizeLinear", "per_tensor_u8", node("QuantizeLinear", ["x", "s", "z"], ["y"]), {"x": x},
+           {"s": np.array(0.02, F32), "z": np.array(128, np.uint8)})
+    w.case("DequantizeLinear", "per_axis_u8", node("DequantizeLinear", ["q", "s", "z"], ["y"], axis=0),
+           {"q": rng.integers(0, 256, (3, 5)).astype(np.uint8)},
+           {"s": uni(rng, (3,), 0.01, 0.05), "z": np.array([0, 128, 7], np.uint8)})
+    w.case("DynamicQuantizeLinear", "basic", node("DynamicQuantizeLinear", ["x"], ["y", "s", "z"]), {"x": x}, opset=13)
+    w.case("Acosh", "basic", node("Acosh", ["x"], ["y"]), {"x": uni(rng, (3, 4), lo=1.0, hi=4.0)})
+    w.case("RMSNormalization", "axis1", node("RMSNormalization", ["x", "s"], ["y"], axis=1),
+           {"x": uni(rng, (2, 3, 4))}, {"s": uni(rng, (3, 4))}, opset=23, op_optional=True)
+
+
 
 GENERATORS = (gen_unary, gen_binary, gen_conv, gen_pool, gen_random_windows, gen_linear, gen_norm, gen_reduce, gen_layout,
-              gen_resize, gen_misc, gen_edges)
+              gen_resize, gen_misc, gen_edges, gen_composed)
 
 REQUIRED_OPS = """Abs Add And ArgMax AveragePool BatchNormalization Cast Ceil Clip Concat Constant ConstantOfShape
 Conv ConvTranspose Cos DepthToSpace Div Dropout Elu Equal Erf Exp Expand Flatten Floor Gather Gemm

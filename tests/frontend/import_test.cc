@@ -2,10 +2,13 @@
 // in one korch::Error naming what is wrong (never a crash).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
+#include "fission/fission.h"
 #include "fission/onnx_tensor.h"
+#include "fission/onnx_versions.h"
 #include "frontend/onnx_import.h"
 #include "onnx_builder.h"
 #include "reference/reference.h"
@@ -161,6 +164,30 @@ TEST_F(ImportTest, ForeignDomainAndOpset) {
   future.input("x", {2}).output("y");
   future.node("Relu", {"x"}, {"y"});
   expect_error(write("f.onnx", future.bytes()), {"opset 99"});
+}
+
+TEST_F(ImportTest, OperatorVersionAtOpset) {
+  EXPECT_EQ(onnx_since_version("Relu", 13), 13);
+  EXPECT_EQ(onnx_since_version("Relu", 28), 14);
+  EXPECT_EQ(onnx_since_version("Gelu", 17), 0);  // not defined yet
+  EXPECT_EQ(onnx_since_version("NoSuchOp", 20), 0);
+  EXPECT_FALSE(rule_handles_version("Relu", 99));
+  // Every rule lists the versions it implements, each a real version of its operator.
+  for (const std::string& op : supported_onnx_ops()) {
+    auto it = rule_handled_versions().find(op);
+    if (it == rule_handled_versions().end()) {
+      ADD_FAILURE() << op << " has no entry in rule_versions.cc";
+      continue;
+    }
+    const auto& all = onnx_since_versions().at(op);
+    for (int v : it->second) EXPECT_NE(std::find(all.begin(), all.end(), v), all.end()) << op << " version " << v;
+  }
+  // Opsets after 21: each operator at the version in force there.
+  OnnxBuilder b(onnx_newest_opset());
+  b.input("x", {2, 3}).output("y");
+  b.node("Relu", {"x"}, {"y"});
+  auto m = import_onnx_file(write("new.onnx", b.bytes()));
+  EXPECT_EQ(m.opset, onnx_newest_opset());
 }
 
 TEST_F(ImportTest, BadAttributesAreErrorsNotCrashes) {

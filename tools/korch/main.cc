@@ -16,7 +16,9 @@
 #include "check/test_case.h"
 #include "cost/profiler.h"
 #include "export_command.h"
+#include "fission/fission.h"
 #include "fission/onnx_tensor.h"
+#include "fission/onnx_versions.h"
 #include "frontend/onnx_import.h"
 #include "ir/printer.h"
 #include "orchestrate/optimize.h"
@@ -617,8 +619,22 @@ int main(int argc, char** argv) {
   cal->add_option("--threads", threads, "Threads (default 2)");
   cal->add_option("-o,--output", machine_out, "Where to write the figures (default: the user cache)");
 
+  CLI::App* ops = app.add_subcommand("ops", "List the ONNX operators korch imports, with the versions it implements");
+
   CLI11_PARSE(app, argc, argv);
   try {
+    if (*ops) {
+      // A Markdown table (the README's operator table is this output, scripts/update_readme_ops.sh).
+      std::cout << "| operator | versions (since_version) implemented |\n|---|---|\n";
+      for (const std::string& op : korch::supported_onnx_ops()) {
+        std::cout << "| " << op << " |";
+        auto it = korch::rule_handled_versions().find(op);
+        if (it != korch::rule_handled_versions().end())
+          for (size_t i = 0; i < it->second.size(); ++i) std::cout << (i ? ", " : " ") << it->second[i];
+        std::cout << " |\n";
+      }
+      return 0;
+    }
     if (*inspect) return korch::run_inspect(model_path, shapes, dot_path, print);
     if (*check) return korch::run_check(case_dir, backend, shapes, tol, plan_spec, flags);
     if (*opt) return korch::run_optimize(model_path, shapes, out_path, dot_path, baseline_dir, json_path, flags);

@@ -1,0 +1,87 @@
+// Small emission helpers shared by the single-operator rules (rule_*.cc): index constants,
+// one-axis Slice/Pad/flip, and one-hot masks, all as existing primitives.
+#pragma once
+#include <limits>
+#include <vector>
+
+#include "fission/fission.h"
+
+namespace korch {
+
+// The constant 0, 1, ..., n-1 (int64) shaped [1, ..., n, ..., 1] with n at `axis` of `rank`.
+inline TensorId iota_along(FissionContext& c, int64_t n, int64_t rank, int64_t axis) {
+  Shape s(rank, 1);
+  s[axis] = n;
+  std::vector<int64_t> v(n);
+  for (int64_t i = 0; i < n; ++i) v[i] = i;
+  return c.constant(TensorData::from_i64(DType::I64, s, v));
+}
+
+// x[start : start + size : step] along `axis` (start is the first element taken).
+inline TensorId slice_axis(FissionContext& c, TensorId x, int64_t axis, int64_t start, int64_t size, int64_t step = 1) {
+  int64_t rank = c.rank(x);
+  std::vector<int64_t> starts(rank, 0), steps(rank, 1), sizes = c.shape(x);
+  starts[axis] = start;
+  steps[axis] = step;
+  sizes[axis] = size;
+  return c.emit(PrimOp::Slice, {x}, Attrs().set("starts", starts).set("steps", steps).set("sizes", sizes));
+}
+
+// x with `before` / `after` constant `value` elements added along `axis`.
+inline TensorId pad_axis(FissionContext& c, TensorId x, int64_t axis, int64_t before, int64_t after,
+                         double value = 0.0) {
+  int64_t rank = c.rank(x);
+  std::vector<int64_t> pads(2 * rank, 0);
+  pads[axis] = before;
+  pads[rank + axis] = after;
+  return c.emit(PrimOp::Pad, {x}, Attrs().set("pads", pads).set("mode", std::string("constant")).set("value", value));
+}
+
+// x reversed along `axis`.
+inline TensorId flip_axis(FissionContext& c, TensorId x, int64_t axis) {
+  int64_t n = c.shape(x)[axis];
+  if (n <= 1) return x;
+  return slice_axis(c, x, axis, n - 1, n, -1);
+}
+
+// x with a new axis of size 1 inserted at `axis` (0 <= axis <= rank).
+inline TensorId insert_axis(FissionContext& c, TensorId x, int64_t axis) {
+  Shape s = c.shape(x);
+  s.insert(s.begin() + axis, 1);
+  return c.reshape(x, s);
+}
+
+// int64 indices with negatives wrapped by `dim` (x < 0 ? x + dim : x).
+inline TensorId wrap_negative(FissionContext& c, TensorId idx, TensorId dim) {
+  idx = c.cast(idx, DType::I64);
+  TensorId neg = c.binary(PrimOp::Less, idx, c.scalar(0, DType::I64));
+  return c.emit(PrimOp::Where, {neg, c.binary(PrimOp::Add, idx, dim), idx});
+}
+
+// The most negative / positive value of a dtype, as a double (infinities for floats).
+inline double lowest_of(DType t) {
+  switch (t) {
+    case DType::I8: return -128;
+    case DType::U8:
+    case DType::Bool: return 0;
+    case DType::I32: return std::numeric_limits<int32_t>::min();
+    case DType::I64: return static_cast<double>(std::numeric_limits<int64_t>::min());
+    default: return -std::numeric_limits<double>::infinity();
+  }
+}
+inline double highest_of(DType t) {
+  switch (t) {
+    case DType::I8: return 127;
+    case DType::U8: return 255;
+    case DType::Bool: return 1;
+    case DType::I32: return std::numeric_limits<int32_t>::max();
+    case DType::I64: return 9.2233720368547748e18;  // the largest double below 2^63
+    default: return std::numeric_limits<double>::infinity();
+  }
+}
+
+// ScatterND (input 0 data, 1 indices, 2 updates) with any reduction and run-time indices, by
+// one-hot masks over the flattened indexed axes (rule_scatter_elements.cc).
+void scatter_nd_by_mask(FissionContext& c, const std::string& reduction);
+
+}  // namespace korch
