@@ -36,12 +36,16 @@ namespace {
 const char* const kPaperModels[] = {"candy",  "segformer_b0", "efficientvit_b1", "yolox_nano",
                                     "yolov4", "bert_base",    "resnet50"};
 
+// Compiles k to PTX; its launches must fit in the shared memory a block gets without opting in.
 void expect_ptx(const PrimGraph& g, const Kernel& k, const std::string& what) {
   std::string why;
-  std::string ptx = gpu_kernel_ptx(g, k, &why);
+  int64_t shared_bytes = 0;
+  std::string ptx = gpu_kernel_ptx(g, k, &why, &shared_bytes);
   ASSERT_FALSE(ptx.empty()) << what << ": " << why;
   EXPECT_NE(ptx.find(".target sm_80"), std::string::npos) << what;
   EXPECT_NE(ptx.find(".entry"), std::string::npos) << what;
+  EXPECT_GE(shared_bytes, 0) << what << ": shared memory of a launch without a constant bound";
+  EXPECT_LE(shared_bytes, kMaxSharedBytesPerBlock) << what;
 }
 
 TEST(GpuPipeline, EveryMemoryBoundCaseCompilesToPtxInEveryVariant) {
@@ -94,6 +98,8 @@ void expect_opencl_run_matches(const PrimGraph& g, const Kernel& k, const std::s
   GpuPipeline p;
   std::string why;
   ASSERT_TRUE(build_gpu_pipeline(g, k, &p, &why)) << what << ": " << why;
+  if (p.description.find("global memory") != std::string::npos)
+    std::printf("%s: %s\n", what.c_str(), p.description.c_str());
   std::vector<TensorData> inputs = random_kernel_inputs(g, k, 7);
   std::vector<const void*> host;
   for (const TensorData& t : inputs) host.push_back(t.raw());
