@@ -11,6 +11,7 @@ APT_PACKAGES=(
   libhalide14-0-dev                               # memory-bound kernels (Halide 14 JIT/AOT)
   libsqlite3-dev                                  # the persistent profile cache
   libdnnl-dev ocl-icd-opencl-dev opencl-headers   # oneDNN (calibration, linear kernels)
+  pocl-opencl-icd                                 # runs the GPU schedules on the CPU in the tests (OpenCL)
   python3 python3-numpy python3-onnx python3-venv # conformance case generation (onnx 1.12)
   python3-torch python3-torchvision               # model export (torch 1.13)
   python3-dev pybind11-dev                        # Python bindings

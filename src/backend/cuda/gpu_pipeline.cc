@@ -6,13 +6,18 @@
 // scalar output runs as one GPU thread. Reductions and windows (Generator::materialised,
 // stencils) are computed
 //  - per block (BlockTiles, WideRows): the part the block reads, into shared memory, by the
-//    block's threads in the same (lanes x rows) shape, before the block's outputs;
+//    block's threads in the same (lanes x rows) shape, before the block's outputs; into a part of
+//    a global scratch buffer per block instead when a launch would need more shared memory than
+//    kMaxSharedBytesPerBlock (measured on the lowered pipeline);
 //  - once (RootStages): each in its own launch over global memory, tiled like an output.
 // Values read several times (Generator::shared) are recomputed where read. Every input and the
 // output have constant dense bounds and strides, so addressing folds to constants.
 #include "backend/cuda/gpu_pipeline.h"
 
 #include <algorithm>
+#include <functional>
+#include <map>
+#include <optional>
 
 #include "backend/halide/lowering.h"
 #include "util/error.h"
@@ -92,8 +97,12 @@ Tiling tile_over_blocks(Func f, ThreadShape shape, const std::string& tag) {
 }
 
 // A stage computed per block of `out` (at out's block loop) by threads in `shape`.
-void compute_per_block(Func f, Func out, const Tiling& tiling, ThreadShape shape, const std::string& tag) {
+// in_global: the stage's values per block in global memory (a scratch buffer with a part per
+// block) instead of shared memory.
+void compute_per_block(Func f, Func out, const Tiling& tiling, ThreadShape shape, const std::string& tag,
+                       bool in_global) {
   f.compute_at(out, tiling.block);
+  if (in_global) f.store_in(Halide::MemoryType::Heap);
   std::vector<Var> v = f.args();
   if (v.empty()) return;  // one value per block: computed by one thread
   Var xo("sxo_" + tag), xi("sxi_" + tag);
@@ -108,7 +117,8 @@ void compute_per_block(Func f, Func out, const Tiling& tiling, ThreadShape shape
   f.gpu_threads(xi, yi);
 }
 
-std::string schedule(const PrimGraph& g, const Kernel& k, Generator& gen, Func out, GpuVariant variant) {
+std::string schedule(const PrimGraph& g, const Kernel& k, Generator& gen, Func out, GpuVariant variant,
+                     bool stages_in_global) {
   const Shape& shape = g.tensor(k.output).shape;
   int64_t inner = shape.empty() ? 1 : shape.back();
   ThreadShape threads = thread_shape(inner, variant == GpuVariant::WideRows ? kMaxThreadsPerBlock : 32);
@@ -124,13 +134,145 @@ std::string schedule(const PrimGraph& g, const Kernel& k, Generator& gen, Func o
       f.compute_root();
       tile_over_blocks(f, ThreadShape{}, tag);
     } else {
-      compute_per_block(f, out, tiling, threads, tag);
+      compute_per_block(f, out, tiling, threads, tag, stages_in_global);
     }
   }
   if (!stages.empty())
     text += variant == GpuVariant::RootStages || tiling.single_thread ? str_cat(", ", n, " stages in own launches")
-                                                                      : str_cat(", ", n, " stages per block");
+            : stages_in_global ? str_cat(", ", n, " stages per block in global memory")
+                               : str_cat(", ", n, " stages per block");
   return text;
+}
+
+bool has_per_block_stages(Generator& gen, GpuVariant variant, const Shape& out) {
+  bool stages = !gen.materialised().empty() || !gen.stencils().empty();
+  return stages && variant != GpuVariant::RootStages && !out.empty();
+}
+
+namespace HI = Halide::Internal;
+
+// Replaces loads of the host-side buffers in which Halide finds the size of a shared allocation
+// that varies between blocks ("<stage>.shared_size": the largest over the blocks, computed before
+// the launch) by the values known so far.
+class SubstituteSizes : public HI::IRMutator {
+ public:
+  explicit SubstituteSizes(const std::map<std::string, int64_t>& sizes) : sizes_(sizes) {}
+
+ private:
+  using HI::IRMutator::visit;
+  Halide::Expr visit(const HI::Load* op) override {
+    auto it = sizes_.find(op->name);
+    return it == sizes_.end() ? HI::IRMutator::visit(op) : HI::make_const(op->type, it->second);
+  }
+  const std::map<std::string, int64_t>& sizes_;
+};
+
+// The most dynamic shared memory one launch of a lowered host function asks for, in bytes, by
+// evaluating the host code that computes it (the bounds are constants): largest, or -1 when a size
+// has no constant bound.
+class SharedMemoryOfLaunches : public HI::IRVisitor {
+ public:
+  int64_t largest = 0;
+
+ private:
+  static constexpr int64_t kMaxEvaluated = 1 << 14;  // loop iterations evaluated one by one
+  struct Loop {
+    std::string var;
+    HI::Interval range;
+  };
+  using HI::IRVisitor::visit;
+
+  Halide::Expr resolve(Halide::Expr e) const {
+    for (int i = 0; i < 64; ++i) {
+      Halide::Expr next = HI::substitute(lets_, e);
+      if (HI::equal(next, e)) break;
+      e = next;
+    }
+    return HI::simplify(SubstituteSizes(sizes_).mutate(e));
+  }
+  // The largest value of e over the enclosing loops' iterations; nullopt when unbounded.
+  std::optional<int64_t> max_over_loops(const Halide::Expr& e) const {
+    std::vector<const Loop*> used;
+    int64_t iterations = 1;
+    HI::Scope<HI::Interval> scope;
+    for (const Loop& l : loops_) {
+      if (!HI::expr_uses_var(e, l.var)) continue;
+      scope.push(l.var, l.range);
+      const int64_t* lo = HI::as_const_int(l.range.min);
+      const int64_t* hi = HI::as_const_int(l.range.max);
+      iterations = lo && hi && iterations <= kMaxEvaluated ? iterations * (*hi - *lo + 1) : kMaxEvaluated + 1;
+      used.push_back(&l);
+    }
+    if (iterations > kMaxEvaluated) {
+      const int64_t* c = HI::as_const_int(HI::simplify(HI::find_constant_bounds(e, scope).max));
+      return c ? std::optional<int64_t>(*c) : std::nullopt;
+    }
+    std::optional<int64_t> best;
+    std::map<std::string, Halide::Expr> at;
+    std::function<bool(size_t)> each = [&](size_t i) {
+      if (i == used.size()) {
+        const int64_t* c = HI::as_const_int(HI::simplify(HI::substitute(at, e)));
+        if (c) best = std::max(best.value_or(*c), *c);
+        return c != nullptr;
+      }
+      int64_t lo = *HI::as_const_int(used[i]->range.min), hi = *HI::as_const_int(used[i]->range.max);
+      for (int64_t v = lo; v <= hi; ++v) {
+        at[used[i]->var] = HI::make_const(Halide::Int(32), v);
+        if (!each(i + 1)) return false;
+      }
+      return true;
+    };
+    return each(0) ? best : std::nullopt;
+  }
+
+  void visit(const HI::LetStmt* op) override {
+    op->value.accept(this);
+    lets_[op->name] = op->value;
+    op->body.accept(this);
+  }
+  void visit(const HI::Let* op) override {
+    op->value.accept(this);
+    lets_[op->name] = op->value;
+    op->body.accept(this);
+  }
+  void visit(const HI::For* op) override {
+    Halide::Expr min = resolve(op->min), extent = resolve(op->extent);
+    HI::Interval range = HI::Interval::everything();
+    if (HI::as_const_int(min) && HI::as_const_int(extent)) range = HI::Interval(min, HI::simplify(min + extent - 1));
+    loops_.push_back({op->name, range});
+    op->body.accept(this);
+    loops_.pop_back();
+  }
+  void visit(const HI::Store* op) override {
+    HI::IRVisitor::visit(op);
+    const std::string suffix = ".shared_size";
+    if (op->name.size() < suffix.size() || op->name.compare(op->name.size() - suffix.size(), suffix.size(), suffix))
+      return;
+    std::optional<int64_t> v = max_over_loops(resolve(op->value));
+    if (v)
+      sizes_[op->name] = *v;
+    else
+      sizes_.erase(op->name);
+  }
+  void visit(const HI::Call* op) override {
+    HI::IRVisitor::visit(op);
+    // halide_cuda_run(state, entry, blocks x y z, threads x y z, shared_mem_bytes, ...)
+    if (op->name != "halide_cuda_run" || op->args.size() < 9 || largest < 0) return;
+    std::optional<int64_t> bytes = max_over_loops(resolve(op->args[8]));
+    largest = bytes ? std::max(largest, *bytes) : -1;
+  }
+
+  std::map<std::string, Halide::Expr> lets_;
+  std::map<std::string, int64_t> sizes_;
+  std::vector<Loop> loops_;
+};
+
+// The most dynamic shared memory one launch of m (compiled for gpu_target()) asks for, in bytes;
+// -1 when a launch's size has no constant bound.
+int64_t largest_shared_memory(const Halide::Module& m) {
+  SharedMemoryOfLaunches launches;
+  for (const HI::LoweredFunc& f : m.functions()) f.body.accept(&launches);
+  return launches.largest;
 }
 
 }  // namespace
@@ -168,12 +310,14 @@ bool build_gpu_pipeline(const PrimGraph& g, const Kernel& k, GpuPipeline* out, s
     if (why_not) *why_not = str_cat("no GPU schedule variant ", k.schedule, " (", variants.size(), " exist)");
     return false;
   }
-  return halide_lowering::try_building(k, why_not, [&] {
+  GpuVariant variant = variants[k.schedule];
+  const Shape& out_shape = g.tensor(k.output).shape;
+  auto build = [&](bool stages_in_global) {
     Generator gen(g, k);
     Func values = gen.build();
     Func result = values;
-    out->description = "halide-cuda: " + schedule(g, k, gen, result, variants[k.schedule]);
-    set_dense_layout(result.output_buffer(), g.tensor(k.output).shape);
+    out->description = "halide-cuda: " + schedule(g, k, gen, result, variant, stages_in_global);
+    set_dense_layout(result.output_buffer(), out_shape);
     out->params.clear();
     for (TensorId t : k.inputs) {
       Halide::ImageParam p = gen.params().at(t);
@@ -181,16 +325,29 @@ bool build_gpu_pipeline(const PrimGraph& g, const Kernel& k, GpuPipeline* out, s
       out->params.push_back(p);
     }
     out->pipeline = Halide::Pipeline(result);
+    return has_per_block_stages(gen, variant, out_shape);
+  };
+  return halide_lowering::try_building(k, why_not, [&] {
+    if (!build(false)) return;
+    // Halide's CUDA runtime (14) launches with dynamic shared memory and never opts a kernel in to
+    // more than the default kMaxSharedBytesPerBlock: a launch asking for more fails on the GPU
+    // (CUDA_ERROR_INVALID_VALUE). Per-block stages that need more (wide windows over rows that
+    // cross a channel, several stages) keep their values in global memory instead.
+    std::vector<Halide::Argument> args(out->params.begin(), out->params.end());
+    int64_t bytes = largest_shared_memory(out->pipeline.compile_to_module(args, "korch_gpu_kernel", gpu_target()));
+    if (bytes >= 0 && bytes <= kMaxSharedBytesPerBlock) return;
+    build(true);
   });
 }
 
-std::string gpu_kernel_ptx(const PrimGraph& g, const Kernel& k, std::string* why_not) {
+std::string gpu_kernel_ptx(const PrimGraph& g, const Kernel& k, std::string* why_not, int64_t* shared_bytes) {
   GpuPipeline p;
   if (!build_gpu_pipeline(g, k, &p, why_not)) return "";
   std::string ptx;
   halide_lowering::try_building(k, why_not, [&] {
     std::vector<Halide::Argument> args(p.params.begin(), p.params.end());
     Halide::Module m = p.pipeline.compile_to_module(args, "korch_gpu_kernel", gpu_target());
+    if (shared_bytes) *shared_bytes = largest_shared_memory(m);
     for (const Halide::Buffer<>& b : m.buffers()) {
       const char* data = reinterpret_cast<const char*>(b.data());
       std::string text(data, data + b.size_in_bytes());

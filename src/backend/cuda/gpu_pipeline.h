@@ -4,8 +4,9 @@
 //
 // Guarantees: the Funcs are the CPU-tested ones (halide_lowering::Generator), so a schedule
 // changes where values are computed, never what they are; every schedule covers the whole
-// output with at most kMaxThreadsPerBlock threads per block; building and compiling to PTX
-// needs no GPU (tests compile every kernel of the test models this way).
+// output with at most kMaxThreadsPerBlock threads and kMaxSharedBytesPerBlock bytes of shared
+// memory per block; building and compiling to PTX needs no GPU (tests compile every kernel of the
+// test models this way).
 #pragma once
 #include <Halide.h>
 
@@ -18,6 +19,8 @@
 namespace korch::cuda {
 
 constexpr int kMaxThreadsPerBlock = 256;
+// Dynamic shared memory a block may use without opting in (Halide's CUDA runtime never does).
+constexpr int64_t kMaxSharedBytesPerBlock = 48 * 1024;
 
 // Schedule variants of a memory-bound kernel (Kernel::schedule indexes them).
 enum class GpuVariant {
@@ -45,7 +48,8 @@ struct GpuPipeline {
 bool build_gpu_pipeline(const PrimGraph& g, const Kernel& k, GpuPipeline* out, std::string* why_not);
 
 // The PTX Halide generates for kernel k (its variant k.schedule), without a GPU; empty with the
-// reason when it cannot.
-std::string gpu_kernel_ptx(const PrimGraph& g, const Kernel& k, std::string* why_not);
+// reason when it cannot. *shared_bytes (when not null): the most dynamic shared memory one of its
+// launches asks for (-1: not a constant).
+std::string gpu_kernel_ptx(const PrimGraph& g, const Kernel& k, std::string* why_not, int64_t* shared_bytes = nullptr);
 
 }  // namespace korch::cuda
