@@ -30,8 +30,15 @@ intra-op thread count T for every engine:
 Writes OUT/benchmarks.json, OUT/benchmarks.md and OUT/benchmarks.png (OUT: docs/, or
 build/bench/quick/ with --quick). Every number in the Markdown comes from the JSON.
 
+--device cuda runs the same comparison on an NVIDIA GPU (scripts/gpu_check.sh drives it there):
+korch with `--backend cuda`, PyTorch eager and torch.compile with the model and its inputs on the
+GPU (fp32, TF32 off on both sides unless --tf32), every engine's timed run including the copy of
+the inputs to the device and of the outputs back; ONNX Runtime (a CPU engine here) and the
+exported package (CPU only) are left out. --optimize-budget bounds korch's profiling there.
+
 The same file is also the Python engines' peer program:
     run_benchmarks.py --peer ort|eager|compile --case-dir D --model NAME [--tiny] --threads T
+        [--device cuda] [--tf32]
 """
 import argparse
 import datetime
@@ -121,6 +128,10 @@ def _peer_main(args):
         else:
             import torch
             torch.set_num_threads(T)
+            cuda = args.device == "cuda"
+            if cuda:
+                torch.backends.cuda.matmul.allow_tf32 = args.tf32
+                torch.backends.cudnn.allow_tf32 = args.tf32
             try:
                 torch.set_num_interop_threads(1)
             except RuntimeError:
@@ -141,18 +152,18 @@ def _peer_main(args):
             by_name = dict(inputs)
             tin = [torch.from_numpy(np.ascontiguousarray(by_name[n])) for n in in_names]
             info["setup_s"] = time.perf_counter() - t0
-            if args.peer == "eager":
-                def run():
-                    with torch.inference_mode():
-                        return [o.numpy() for o in epm._flatten(model(*tin))]
-                if args.write_outputs:
-                    info.update(write_float64_outputs(model, tin, epm, args.write_outputs))
-            else:
-                compiled = torch.compile(model)  # inductor, default mode
+            if args.peer == "eager" and args.write_outputs:  # on the CPU, before the model moves
+                info.update(write_float64_outputs(model, tin, epm, args.write_outputs))
+            if cuda:
+                model.to("cuda")
+                info["device"] = torch.cuda.get_device_name()
+            engine = model if args.peer == "eager" else torch.compile(model)  # inductor, default mode
 
-                def run():
-                    with torch.no_grad():
-                        return [o.detach().numpy() for o in epm._flatten(compiled(*tin))]
+            def run():
+                # inputs from the host and outputs back to it, as `korch run --serve` does
+                with torch.inference_mode() if args.peer == "eager" else torch.no_grad():
+                    outs = epm._flatten(engine(*[t.to("cuda") for t in tin] if cuda else tin))
+                    return [o.detach().cpu().numpy() for o in outs]
             t0 = time.perf_counter()
             outs = run()
             info["first_run_s"] = time.perf_counter() - t0
@@ -506,6 +517,13 @@ def parse_profile(out):
     return ks, (float(m.group(2)) if m else None)
 
 
+def korch_device_flags(args):
+    """korch's flags for the device measured: its CUDA backend on a GPU."""
+    if args.device != "cuda":
+        return []
+    return ["--backend", "cuda"] + (["--tf32"] if args.tf32 else [])
+
+
 def korch_env(args):
     """korch's environment: the user's, plus OMP_WAIT_POLICY=PASSIVE under --passive."""
     env = dict(os.environ)
@@ -604,7 +622,7 @@ def build_export(args, korch_bin, work, model, plan, in_paths, korch_outs, out_n
 
 def machine_of(env):
     """The facts of the environment that make timings comparable (same CPU, cores, ISA, memory)."""
-    return {k: env.get(k) for k in ("cpu", "cores", "cpus", "isa", "mem_gb")}
+    return {k: env.get(k) for k in ("cpu", "cores", "cpus", "isa", "mem_gb", "gpu") if k != "gpu" or env.get(k)}
 
 
 def measured_elsewhere(m, env):
@@ -662,7 +680,9 @@ def bench_model(args, name, korch_bin):
         ppath = os.path.join(pdir, "korch_plan.json")
         jpath = os.path.join(pdir, "optimize.json")
         argv = [korch_bin, "optimize", model, "--cost", "measured", "--cache", cache, "-o", ppath,
-                "--baselines", pdir, "--json", jpath, "--threads", T]
+                "--baselines", pdir, "--json", jpath, "--threads", T] + korch_device_flags(args)
+        if args.optimize_budget:
+            argv += ["--budget", str(args.optimize_budget)]
         log(name, ": korch optimize (%s cache)" % phase)
         rc, out, err, secs = run_cmd(argv, args.optimize_timeout, env=korch_env(args),
                                      log_path=os.path.join(work, "optimize_%s.log" % phase))
@@ -711,7 +731,7 @@ def bench_model(args, name, korch_bin):
     korch_outs = None
     if "korch" in plans:
         argv = [korch_bin, "run", model, "--plan", plan] + in_specs + \
-            ["--output", os.path.join(outs_dir, "korch"), "--profile", "--threads", T]
+            ["--output", os.path.join(outs_dir, "korch"), "--profile", "--threads", T] + korch_device_flags(args)
         log(name, ": korch run --output --profile")
         rc, out, err, secs = run_cmd(argv, args.run_timeout, env=korch_env(args),
                                      log_path=os.path.join(work, "korch_run_profile.log"))
@@ -771,7 +791,8 @@ def bench_model(args, name, korch_bin):
             if "korch_run_error" in res and e == "korch":
                 eng[e]["error"] = "korch run failed: " + res["korch_run_error"]
                 continue
-            argv = [korch_bin, "run", model, "--plan", plans[e]] + in_specs + ["--serve", "--threads", T]
+            argv = [korch_bin, "run", model, "--plan", plans[e]] + in_specs + ["--serve", "--threads", T] + \
+                korch_device_flags(args)
             env = korch_env(args)
         else:
             kind = {"ort": "ort", "torch-eager": "eager", "torch-compile": "compile"}[e]
@@ -781,6 +802,8 @@ def bench_model(args, name, korch_bin):
                 argv.append("--tiny")
             if args.passive:
                 argv.append("--passive")
+            if args.device == "cuda":
+                argv += ["--device", "cuda"] + (["--tf32"] if args.tf32 else [])
             if kind != "compile":
                 argv += ["--write-outputs", os.path.join(outs_dir, e)]
             env = py_env
@@ -929,6 +952,17 @@ def environment(args, korch_bin):
         out = sh(["dpkg-query", "-W", "-f", "${Version}", deb])
         vers[pkg] = ("%s %s" % (deb, out)) if out else "unknown"
     env["versions"] = vers
+    env["device"] = args.device
+    if args.device == "cuda":
+        gpu = sh(["nvidia-smi", "--query-gpu=name,driver_version,memory.total,compute_cap", "--format=csv,noheader"])
+        env["gpu"] = gpu.splitlines()[0].strip() if gpu else "unknown (nvidia-smi did not answer)"
+        try:
+            import torch
+            vers["torch_cuda"] = torch.version.cuda
+            vers["cudnn"] = str(torch.backends.cudnn.version())
+        except Exception:  # noqa: BLE001  the versions are informative only
+            pass
+        env["tf32"] = args.tf32
     env["omp_wait_policy"] = ("PASSIVE (ORT allow_spinning=0)" if args.passive else
                               "each engine's default (spinning; ORT allow_spinning=1), %g ms between runs (the harness "
                               "busy-waits)" % args.gap_ms)
@@ -1426,6 +1460,16 @@ def main(argv=None):
     ap.add_argument("--merge", action="store_true",
                     help="keep the models of an existing OUT/benchmarks.json that this run does not measure")
     ap.add_argument("--render-only", action="store_true", help="rewrite md/png from OUT/benchmarks.json")
+    ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
+                    help="cpu (default), or cuda: korch's CUDA backend vs PyTorch eager and torch.compile on the GPU")
+    ap.add_argument("--tf32", action="store_true", help="with --device cuda: TF32 matrix math on both sides")
+    ap.add_argument("--optimize-budget", type=float, default=None,
+                    help="korch optimize --budget SECONDS (stop profiling there; default no budget)")
+    ap.add_argument("--deadline", type=float, default=None,
+                    help="Unix time: no model starts later than --model-reserve-s before it (the rest are "
+                    "reported as not run)")
+    ap.add_argument("--model-reserve-s", type=float, default=120,
+                    help="with --deadline: seconds a model needs at least (default 120)")
     ap.add_argument("--export-timeout", type=float, default=900)
     ap.add_argument("--optimize-timeout", type=float, default=None, help="seconds (default 3600; quick 600)")
     ap.add_argument("--start-timeout", type=float, default=None, help="seconds for a peer to get ready (default 900)")
@@ -1460,6 +1504,8 @@ def main(argv=None):
     args.compile_timeout = args.compile_timeout or (600 if q else 1200)
     args.run_timeout = args.run_timeout or (60 if q else 600)
     args.skip_engines = [e for e in args.skip_engines.split(",") if e]
+    if args.device == "cuda":  # CPU-only engines
+        args.skip_engines += [e for e in ("ort", "korch-export") if e not in args.skip_engines]
     args.export_models = [m for m in args.export_models.split(",") if m and m != "none"]
     bad = [m for m in args.export_models if m not in ALL_MODELS]
     if bad:
@@ -1482,6 +1528,10 @@ def main(argv=None):
 
     cmd = "bench/run.sh" + (" --quick" if q else "") + (" --models " + args.models if args.models else "") + \
         " --threads %d --rounds %d" % (args.threads, args.rounds) + (" --merge" if args.merge else "")
+    if args.device == "cuda":
+        cmd = "scripts/gpu_check.sh OUT_DIR (bench/run_benchmarks.py --device cuda%s%s)" % (
+            " --models " + args.models if args.models else "",
+            " --optimize-budget %g" % args.optimize_budget if args.optimize_budget else "")
     data = {"environment": environment(args, korch_bin), "args": {k: v for k, v in vars(args).items()
                                                                   if not k.startswith("peer")},
             "command": cmd, "load_before": [round(x, 2) for x in os.getloadavg()], "models": []}
@@ -1500,6 +1550,12 @@ def main(argv=None):
             m.setdefault("machine", machine_of(prev.get("environment", {})))
     for name in models:
         log("=== %s" % name)
+        if args.deadline and time.time() > args.deadline - args.model_reserve_s:
+            log("%s: not run: the time given (--deadline) is used up" % name)
+            data["models"].append({"model": name, "case": name + ("_tiny" if q else ""), "failures": [
+                "not run: the time given to this run (--deadline) was used up before it"],
+                "started": datetime.datetime.now().isoformat(timespec="seconds")})
+            continue
         try:
             res = bench_model(args, name, korch_bin)
         except Exception as e:  # noqa: BLE001  one model's failure must not stop the others
