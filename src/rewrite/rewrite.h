@@ -29,5 +29,6 @@ std::optional<TensorId> split_pointwise_conv_over_concat(Rewriter& r, PrimId p);
 std::optional<TensorId> commute_pointwise_conv_with_resize(Rewriter& r, PrimId p);
 std::optional<TensorId> compose_channel_linear_maps(Rewriter& r, PrimId p);
 std::optional<TensorId> fold_space_to_depth_into_conv(Rewriter& r, PrimId p);
+std::optional<TensorId> defer_softmax_normalization(Rewriter& r, PrimId p);
 
 }  // namespace korch

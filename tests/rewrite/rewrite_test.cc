@@ -8,12 +8,14 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "frontend/onnx_import.h"
 #include "onnx_builder.h"
 #include "reference/reference.h"
 
 namespace korch {
 namespace {
 
+using testing::OnnxBuilder;
 using testing::random_tensor;
 
 TensorId weights(PrimGraph& g, const std::string& name, const Shape& shape, uint32_t seed) {
@@ -286,6 +288,142 @@ TEST(Rewrite, SpaceToDepthLookAlikesStay) {
     RewriteStats stats;
     rewrite_graph(g, &stats);
     EXPECT_EQ(stats.fired["fold_space_to_depth_into_conv"], 0);
+  }
+}
+
+// Attention's P V in ONNX, imported without rewrites: scores q k^T (+ a mask), normalised along
+// `axis` as a Softmax node ("softmax"), as the exporters' explicit chain ReduceMax, Sub, Exp,
+// ReduceSum, Div ("chain"), or with Mul by the Reciprocal of the sum ("reciprocal"); then an
+// optional scale ("mul": P * 0.5, "div": P / 4, "vector": P * c with c a constant per key), and
+// P V with V: [1, 2, n, d]. `p_output` also makes P a graph output (a second reader).
+struct Attention {
+  std::string form = "softmax";
+  std::string scale = "none";
+  int64_t n = 12, d = 8, axis = -1;
+  bool mask = false, p_output = false;
+};
+
+PrimGraph attention(const Attention& a) {
+  const int64_t m = 6;
+  OnnxBuilder b(13);
+  b.input("q", {1, 2, m, 4}).input("kt", {1, 2, 4, a.n}).input("v", {1, 2, a.n, a.d}).output("y");
+  b.node("MatMul", {"q", "kt"}, {"s"});
+  std::string s = "s";
+  if (a.mask) {
+    b.input("mask", {1, 1, 1, a.n});
+    b.node("Add", {"s", "mask"}, {"masked"});
+    s = "masked";
+  }
+  if (a.form == "softmax") {
+    OnnxBuilder::attr_i(b.node("Softmax", {s}, {"p"}), "axis", a.axis);
+  } else {
+    OnnxBuilder::attr_ints(b.node("ReduceMax", {s}, {"max"}), "axes", {a.axis});
+    b.node("Sub", {s, "max"}, {"shifted"});
+    b.node("Exp", {"shifted"}, {"e"});
+    TensorData axes(DType::I64, {1});
+    axes.data<int64_t>()[0] = a.axis;
+    b.initializer("axes", axes);
+    b.node("ReduceSum", {"e", "axes"}, {"sum"});
+    if (a.form == "chain") {
+      b.node("Div", {"e", "sum"}, {"p"});
+    } else {
+      b.node("Reciprocal", {"sum"}, {"inv"});
+      b.node("Mul", {"inv", "e"}, {"p"});
+    }
+  }
+  std::string p = "p";
+  if (a.scale != "none") {
+    TensorData c = a.scale == "vector" ? random_tensor({a.n}, 5, 0.5, 2.0) : random_tensor({}, 5, 0.5, 2.0);
+    b.initializer("c", c);
+    b.node(a.scale == "div" ? "Div" : "Mul", {"p", "c"}, {"scaled"});
+    p = "scaled";
+  }
+  b.node("MatMul", {p, "v"}, {"y"});
+  if (a.p_output) b.output("p");
+  ImportOptions options;
+  options.rewrite = false;
+  return import_onnx_model(b.model(), "", options).graph;
+}
+
+// Divisions and multiplications whose output has shape `shape`.
+int scalings_of_shape(const PrimGraph& g, const Shape& shape) {
+  int n = 0;
+  for (const Primitive& p : g.prims())
+    n += (p.op == PrimOp::Div || p.op == PrimOp::Mul) && g.tensor(p.output).shape == shape;
+  return n;
+}
+
+TEST(Rewrite, SoftmaxNormalisationMovesPastTheMatMul) {
+  for (const char* form : {"softmax", "chain", "reciprocal"})
+    for (const char* scale : {"none", "mul", "div"})
+      for (bool mask : {false, true}) {
+        Attention a;
+        a.form = form;
+        a.scale = scale;
+        a.mask = mask;
+        PrimGraph before = attention(a);
+        RewriteStats stats;
+        PrimGraph after = rewrite_graph(before, &stats);
+        SCOPED_TRACE(std::string(form) + " " + scale + (mask ? " masked" : ""));
+        EXPECT_EQ(stats.fired["defer_softmax_normalization"], 1);
+        EXPECT_EQ(stats.total(), 1);
+        // Nothing scales the [1, 2, 6, 12] scores any more: the division (and the scale) run on
+        // the [1, 2, 6, 8] product; the row sum and the max subtraction stay.
+        EXPECT_GE(scalings_of_shape(before, {1, 2, 6, 12}), 1);
+        EXPECT_EQ(scalings_of_shape(after, {1, 2, 6, 12}), 0);
+        EXPECT_EQ(scalings_of_shape(after, {1, 2, 6, 8}), scalings_of_shape(before, {1, 2, 6, 12}));
+        EXPECT_EQ(count(after, PrimOp::ReduceSum), 1);
+        EXPECT_EQ(count(after, PrimOp::ReduceMax), 1);
+        EXPECT_EQ(count(after, PrimOp::MatMul), 2);
+        expect_same_values(before, after);
+        RewriteStats again;
+        rewrite_graph(after, &again);
+        EXPECT_EQ(again.total(), 0);
+      }
+}
+
+TEST(Rewrite, SoftmaxNormalisationStaysWhereDeferringIsWrongOrCostsMore) {
+  auto fired = [](const Attention& a) {
+    PrimGraph g = attention(a);
+    RewriteStats stats;
+    PrimGraph after = rewrite_graph(g, &stats);
+    expect_same_values(g, after);
+    return stats.fired["defer_softmax_normalization"];
+  };
+  for (const char* form : {"softmax", "chain"}) {
+    Attention a;
+    a.form = form;
+    a.d = a.n;  // as much work after as before: still deferred
+    EXPECT_EQ(fired(a), 1) << form;
+    a.d = a.n + 1;  // more work after
+    EXPECT_EQ(fired(a), 0) << form;
+    a = Attention();
+    a.form = form;
+    a.p_output = true;  // P read twice: it has to be computed anyway
+    EXPECT_EQ(fired(a), 0) << form;
+    a = Attention();
+    a.form = form;
+    a.n = a.d = 6;  // softmax over the queries, not the keys: not constant along the MatMul's sum
+    a.axis = 2;
+    EXPECT_EQ(fired(a), 0) << form;
+    a = Attention();
+    a.form = form;
+    a.scale = "vector";  // a per-key scale does not factor out of the sum
+    EXPECT_EQ(fired(a), 0) << form;
+  }
+}
+
+TEST(Rewrite, SoftmaxNormalisationDeferredOnThePaperModels) {
+  // BERT's two self-attention layers (N = D = 16); SegFormer's efficient attention has 4 keys
+  // and 8 or 12 channels per head (D > N); EfficientViT's attention is ReLU-linear (no softmax).
+  const std::vector<std::pair<std::string, int>> expected = {
+      {"bert_base", 2}, {"segformer_b0", 0}, {"efficientvit_b1", 0}};
+  for (const auto& [name, times] : expected) {
+    ImportOptions options;
+    options.rewrite = true;
+    ImportedModel m =
+        import_onnx_file(std::string(KORCH_SOURCE_DIR) + "/models/paper/cases/" + name + "_tiny/model.onnx", options);
+    EXPECT_EQ(m.rewrites.fired["defer_softmax_normalization"], times) << name;
   }
 }
 
