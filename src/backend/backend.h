@@ -155,6 +155,10 @@ class Backend {
   // Schedule variants compile() can build for the kernel (Kernel::schedule in [0, n)).
   virtual int schedule_variants(const PrimGraph& /*g*/, const Kernel& /*k*/) const { return 1; }
   virtual std::unique_ptr<CompiledKernel> compile(const PrimGraph& g, const Kernel& k, std::string* why_not) = 0;
+  // Whether compile() of this kernel may run on another thread, concurrently with other such
+  // compile() calls (never while kernels run or are timed). The profiler then compiles batches of
+  // kernels on all cores before timing them one by one.
+  virtual bool compiles_concurrently(const PrimGraph& /*g*/, const Kernel& /*k*/) const { return false; }
   // Any kernel, run by the reference interpreter on this backend's buffers (correct, slow): used
   // only where compile() refuses a single primitive, so that every model still runs.
   virtual std::unique_ptr<CompiledKernel> compile_fallback(const PrimGraph& g, const Kernel& k) = 0;

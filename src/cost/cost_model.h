@@ -43,6 +43,9 @@ class KernelMeasurer {
   // The seconds measure() would return, when a previous run already measured the kernel (a
   // profile cache hit); nullopt when that is not known without compiling anything.
   virtual std::optional<double> cached(const PrimGraph& /*g*/, const Kernel& /*kernel*/) { return std::nullopt; }
+  // The kernels measure() is about to be asked for, in that order: a measurer may compile them
+  // ahead (in parallel). Changes no result; measure() still decides everything.
+  virtual void prepare(const PrimGraph& /*g*/, const std::vector<Kernel>& /*kernels*/) {}
 
   // Partition solutions kept across runs (in the profile cache), so that a warm optimise of a
   // model replays the cold run's choices instead of taking another path through lazy

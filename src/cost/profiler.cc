@@ -1,8 +1,13 @@
-// Compile -> verify -> time, with the persistent cache in front (see profiler.h).
+// Compile -> verify -> time, with the persistent cache in front (see profiler.h); batches of
+// kernels compiled ahead on all cores (prepare), timed one by one.
 #include "cost/profiler.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <cstdlib>
+#include <thread>
+#include <unordered_set>
 
 #include "reference/compare.h"
 #include "util/error.h"
@@ -27,6 +32,15 @@ double sum_of_savings(const std::vector<double>& savings) {
 // a middle between running among dense-layout neighbours (nothing saved) and among linked ones
 // (everything saved); the BLP then prices both cases of the kept variant.
 double variant_score(const ProfileEntry& e) { return e.median_seconds - 0.5 * sum_of_savings(e.link_savings); }
+
+// $KORCH_COMPILE_THREADS, else the machine's cores.
+int default_compile_threads() {
+  if (const char* env = std::getenv("KORCH_COMPILE_THREADS")) {
+    int n = std::atoi(env);
+    if (n >= 1) return n;
+  }
+  return std::max(1u, std::thread::hardware_concurrency());
+}
 
 }  // namespace
 
@@ -70,7 +84,44 @@ Profiler::Profiler(Backend& backend, ProfileCache* cache, std::function<void(con
       cache_(cache),
       log_(std::move(log)),
       target_(backend.target()),
-      versions_(backend.versions()) {}
+      versions_(backend.versions()),
+      compile_threads_(default_compile_threads()) {
+  stats_.compile_threads = compile_threads_;
+}
+
+void Profiler::prepare(const PrimGraph& g, const std::vector<Kernel>& kernels) {
+  if (compile_threads_ < 2) return;
+  std::vector<Kernel> todo;
+  std::unordered_set<uint64_t> seen;
+  for (const Kernel& k : kernels) {
+    if (!seen.insert(k.hash).second || precompiled_.count(k.hash) || !backend_.compiles_concurrently(g, k)) continue;
+    if (cache_ && cache_->lookup(cache_key(k))) continue;  // measure() takes the cached entry
+    Kernel first = k;
+    first.schedule = 0;
+    todo.push_back(first);
+  }
+  if (todo.size() < 2) return;  // nothing to overlap
+  auto start = std::chrono::steady_clock::now();
+  std::vector<Precompiled> built(todo.size());
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i = next++; i < todo.size(); i = next++) {
+      try {
+        built[i].kernel = backend_.compile(g, todo[i], &built[i].why);
+      } catch (const std::exception& e) {
+        built[i].why = str_cat("code generation failed: ", e.what());
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  size_t n = std::min(todo.size(), static_cast<size_t>(compile_threads_));
+  for (size_t t = 1; t < n; ++t) threads.emplace_back(work);
+  work();
+  for (std::thread& t : threads) t.join();
+  for (size_t i = 0; i < todo.size(); ++i) precompiled_.emplace(todo[i].hash, std::move(built[i]));
+  stats_.precompiled += static_cast<int>(todo.size());
+  stats_.prepare_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
 
 // Compiles, verifies against the reference output and times one schedule variant of a kernel.
 ProfileEntry Profiler::profile_variant(const PrimGraph& g, const Kernel& k, KernelInputs& inputs) {
@@ -78,10 +129,17 @@ ProfileEntry Profiler::profile_variant(const PrimGraph& g, const Kernel& k, Kern
   entry.schedule = k.schedule;
   std::string why;
   std::unique_ptr<CompiledKernel> compiled;
-  try {
-    compiled = backend_.compile(g, k, &why);
-  } catch (const std::exception& e) {  // a backend failing on one candidate drops only that candidate
-    why = str_cat("code generation failed: ", e.what());
+  auto ahead = k.schedule == 0 ? precompiled_.find(k.hash) : precompiled_.end();
+  if (ahead != precompiled_.end()) {  // compiled by prepare()
+    compiled = std::move(ahead->second.kernel);
+    why = std::move(ahead->second.why);
+    precompiled_.erase(ahead);
+  } else {
+    try {
+      compiled = backend_.compile(g, k, &why);
+    } catch (const std::exception& e) {  // a backend failing on one candidate drops only that candidate
+      why = str_cat("code generation failed: ", e.what());
+    }
   }
   if (!compiled) {
     entry.description = why;

@@ -4,7 +4,10 @@
 // run by the backend). Every schedule variant the backend offers is measured and the fastest
 // kept. Results, refusals included, persist in the profile cache keyed by structural hash and the
 // backend's own name, target and versions, so that no two backends or machines share a row.
+// The kernels the orchestrator is about to measure are compiled ahead on all cores (prepare(),
+// where the backend allows it), never while anything is timed; timing stays one kernel at a time.
 #pragma once
+#include <algorithm>
 #include <functional>
 #include <memory>
 #include <string>
@@ -25,7 +28,10 @@ struct ProfilerStats {
   int cache_hits = 0;
   int dropped = 0;  // backend refused or result mismatched
   int mismatches = 0;
-  int variants = 0;    // schedule variants compiled, verified and timed (a kernel's default one included)
+  int variants = 0;            // schedule variants compiled, verified and timed (a kernel's default one included)
+  int precompiled = 0;         // default schedules compiled ahead by prepare(), on compile_threads threads
+  double prepare_seconds = 0;  // wall time of prepare() (not in `seconds`)
+  int compile_threads = 1;
   double seconds = 0;  // time spent compiling, verifying and timing
 };
 
@@ -41,6 +47,10 @@ class Profiler : public KernelMeasurer {
   std::string codegen() const override { return backend_.codegen(); }
   int schedule(const Kernel& kernel) const override;
   std::optional<double> cached(const PrimGraph& g, const Kernel& kernel) override;
+  // Compiles the default schedule of the kernels that are neither in the profile cache nor
+  // compiled yet and that the backend compiles concurrently, on compile_threads() threads, and
+  // keeps them for measure(). Nothing is run or timed here.
+  void prepare(const PrimGraph& g, const std::vector<Kernel>& kernels) override;
   std::vector<double> link_savings(const Kernel& kernel) const override;
   std::optional<StoredSolution> stored_solution(uint64_t key) override;
   void store_solution(uint64_t key, const StoredSolution& solution) override;
@@ -52,6 +62,10 @@ class Profiler : public KernelMeasurer {
   // compilation of 0.2-0.5 s each). 0: always.
   void set_variants_from_seconds(double seconds) { variants_from_seconds_ = seconds; }
   Backend& backend() const { return backend_; }
+  // Threads prepare() compiles on (default: $KORCH_COMPILE_THREADS, else the machine's cores);
+  // 1 compiles every kernel when measure() needs it.
+  void set_compile_threads(int threads) { stats_.compile_threads = compile_threads_ = std::max(1, threads); }
+  int compile_threads() const { return compile_threads_; }
 
  private:
   Backend& backend_;
@@ -63,6 +77,13 @@ class Profiler : public KernelMeasurer {
   double variants_from_seconds_ = 20e-6;
   std::unordered_map<uint64_t, int> schedules_;                     // structural hash -> fastest schedule variant
   std::unordered_map<uint64_t, std::vector<double>> link_savings_;  // structural hash -> its ProfileEntry's
+  int compile_threads_;
+  // Default schedules compiled by prepare(), by structural hash, until measure() takes them.
+  struct Precompiled {
+    std::unique_ptr<CompiledKernel> kernel;  // null: compile() refused (why) or threw (why)
+    std::string why;
+  };
+  std::unordered_map<uint64_t, Precompiled> precompiled_;
 
   // The kernel's inputs in the backend's memory (host buffers are used as they are).
   struct KernelInputs;

@@ -68,6 +68,15 @@ class PricedCache {
     record_measurement(k, m);
     price(k);
   }
+  // Tells the measurer which of these kernels measure() will be asked for next (those not
+  // measured yet), so that it can compile them ahead, on several cores.
+  void prepare(const std::vector<Kernel>& kernels) {
+    if (!measurer_) return;
+    std::vector<Kernel> todo;
+    for (const Kernel& k : kernels)
+      if (!measured_.count(k.hash)) todo.push_back(k);
+    if (!todo.empty()) measurer_->prepare(g_, todo);
+  }
   // Measures (once per structure); single primitives no backend can generate fall back to
   // the reference kernel. Returns false when the kernel is dropped.
   bool measure(Kernel& k, bool allow_fallback) {
@@ -136,6 +145,7 @@ Plan make_plan(const PrimGraph& g, std::string strategy, std::vector<Kernel> ker
   Plan plan;
   plan.strategy = std::move(strategy);
   plan.cost_model = cost_name;
+  if (prices.measuring() && measure_in_full) prices.prepare(kernels);
   for (Kernel& k : kernels) {
     // A fused baseline kernel the backend cannot generate is split into single-primitive kernels
     // (those run on the reference fallback only when no backend generates them either), as a
@@ -243,6 +253,7 @@ std::optional<std::vector<std::vector<PrimId>>> stored_sets(const PrimGraph& g, 
       PrimId p = g.tensor(t).producer;
       if (p >= first && p <= last && !produced.count(t)) return std::nullopt;
     }
+  prices.prepare(kernels);
   for (Kernel& k : kernels)
     if (!prices.measure(k, k.prims.size() == 1)) return std::nullopt;
   return sets;
@@ -387,6 +398,25 @@ bool measure_choice(const std::vector<int>& chosen, std::vector<Kernel>& cands, 
                     PricedCache& prices, const OptimizeOptions& options) {
   bool all_measured = true;
   std::vector<TensorId> new_outputs;
+  // The kernels measured below (the chosen ones not measured yet, then their outputs' rivals),
+  // compiled ahead by the measurer where it can.
+  auto rivals_of = [&](TensorId out) {
+    std::vector<int> rivals;
+    for (size_t i = 0; i < cands.size(); ++i)
+      if (!dropped[i] && cands[i].output == out && !prices.is_measured(cands[i])) rivals.push_back(static_cast<int>(i));
+    std::sort(rivals.begin(), rivals.end(), [&](int a, int b) { return cands[a].cost < cands[b].cost; });
+    if (rivals.size() > static_cast<size_t>(options.rivals_per_round)) rivals.resize(options.rivals_per_round);
+    return rivals;
+  };
+  std::vector<Kernel> ahead;
+  std::unordered_set<int> chosen_set(chosen.begin(), chosen.end());
+  for (int k : chosen)
+    if (!prices.is_measured(cands[k])) ahead.push_back(cands[k]);
+  for (int k : chosen)
+    if (!prices.is_measured(cands[k]))
+      for (int r : rivals_of(cands[k].output))
+        if (!chosen_set.count(r)) ahead.push_back(cands[r]);
+  prices.prepare(ahead);
   for (int k : chosen) {
     if (prices.is_measured(cands[k])) continue;
     all_measured = false;
@@ -394,12 +424,7 @@ bool measure_choice(const std::vector<int>& chosen, std::vector<Kernel>& cands, 
     if (!prices.measure(cands[k], cands[k].prims.size() == 1)) dropped[k] = 1;
   }
   for (TensorId out : new_outputs) {
-    std::vector<int> rivals;
-    for (size_t i = 0; i < cands.size(); ++i)
-      if (!dropped[i] && cands[i].output == out && !prices.is_measured(cands[i])) rivals.push_back(static_cast<int>(i));
-    std::sort(rivals.begin(), rivals.end(), [&](int a, int b) { return cands[a].cost < cands[b].cost; });
-    if (rivals.size() > static_cast<size_t>(options.rivals_per_round)) rivals.resize(options.rivals_per_round);
-    for (int k : rivals)
+    for (int k : rivals_of(out))
       if (!prices.measure(cands[k], cands[k].prims.size() == 1)) dropped[k] = 1;
   }
   for (size_t i = 0; i < cands.size(); ++i)

@@ -31,7 +31,7 @@ OptimizeOptions optimize_options(const ModelOptimizeSettings& s) {
 
 std::string profiling_line(const ProfilerStats& s) {
   return str_cat("profiling: ", s.measured, " measured, ", s.cache_hits, " cached, ", s.dropped, " dropped (",
-                 static_cast<int>(s.seconds), " s)");
+                 static_cast<int>(s.seconds + s.prepare_seconds), " s)");
 }
 
 }  // namespace

@@ -179,7 +179,9 @@ void print_summary(const OptimizeRun& run, const MachineFigures& m) {
               << r.num_candidates << " candidates enumerated), " << run.profile.measured << " compiled+timed now, "
               << run.profile.cache_hits << " from cache, " << r.num_dropped << " dropped, " << run.profile.mismatches
               << " mismatches, " << r.solve_rounds << " BLP solves, " << std::fixed << std::setprecision(1)
-              << run.profile.seconds << " s, " << r.num_stored_solutions
+              << run.profile.seconds + run.profile.prepare_seconds << " s (" << run.profile.precompiled
+              << " kernels compiled ahead on " << run.profile.compile_threads << " threads in "
+              << run.profile.prepare_seconds << " s), " << r.num_stored_solutions
               << " partitions took a stored solution\n  cache: " << run.cache_path << "\n"
               << std::defaultfloat;
   for (const auto& p : r.partitions)
@@ -239,7 +241,10 @@ nlohmann::json summary_json(const std::string& model_path, const PrimGraph& g, c
     j["profiling"] = {{"timed_now", run.profile.measured},
                       {"from_cache", run.profile.cache_hits},
                       {"blp_solves", r.solve_rounds},
-                      {"seconds", run.profile.seconds},
+                      {"seconds", run.profile.seconds + run.profile.prepare_seconds},
+                      {"compiled_ahead", run.profile.precompiled},
+                      {"compile_ahead_seconds", run.profile.prepare_seconds},
+                      {"compile_threads", run.profile.compile_threads},
                       {"stored_solutions", r.num_stored_solutions}};
   j["plans"] = nlohmann::json::array();
   for (const Plan* plan : summary_plans(r))

@@ -107,6 +107,9 @@ class CpuBackend : public Backend {
   std::unique_ptr<korch::CompiledKernel> compile(const PrimGraph& g, const Kernel& k, std::string* why_not) override {
     return compile_kernel(g, k, why_not);
   }
+  // Halide JIT compilations (the slow ones: 0.2-1 s each) touch no shared state; oneDNN
+  // primitives reorder constant weights on the shared stream while compiling, so they stay serial.
+  bool compiles_concurrently(const PrimGraph& /*g*/, const Kernel& k) const override { return k.num_linear == 0; }
   std::unique_ptr<korch::CompiledKernel> compile_fallback(const PrimGraph& g, const Kernel& k) override {
     return compile_reference_kernel(g, k);
   }

@@ -38,7 +38,9 @@ class DeviceBuffer final : public BackendBuffer {
 class HostFallbackKernel final : public CompiledKernel {
  public:
   HostFallbackKernel(CudaContext& ctx, const PrimGraph& g, const Kernel& k)
-      : ctx_(ctx), reference_(make_reference_kernel(g, k)), output_(g.tensor(k.output).dtype, g.tensor(k.output).shape) {
+      : ctx_(ctx),
+        reference_(make_reference_kernel(g, k)),
+        output_(g.tensor(k.output).dtype, g.tensor(k.output).shape) {
     for (TensorId t : k.inputs) inputs_.emplace_back(g.tensor(t).dtype, g.tensor(t).shape);
   }
   void run(const std::vector<const void*>& inputs, void* output) override {
@@ -74,9 +76,7 @@ class CudaBackend final : public Backend {
 
   std::string name() const override { return "cuda"; }
   std::string target() const override { return ctx_.target() + (ctx_.tf32() ? " tf32" : " fp32"); }
-  std::string versions() const override {
-    return str_cat(ctx_.versions(), " halide-14 ", kCudaCodegenVersion);
-  }
+  std::string versions() const override { return str_cat(ctx_.versions(), " halide-14 ", kCudaCodegenVersion); }
   std::string codegen() const override { return kCudaCodegenVersion; }
 
   bool supports(const PrimGraph& g, const Kernel& k, std::string* why_not) const override {
@@ -102,6 +102,9 @@ class CudaBackend final : public Backend {
     if (k.num_linear == 1) return compile_linear_kernel(ctx_, g, k, why_not);
     return compile_gpu_kernel(g, k, why_not);
   }
+  // Halide's PTX and host-code compilation makes no CUDA call (the module is loaded at the first
+  // run); linear kernels query the libraries on the context, so they stay on the calling thread.
+  bool compiles_concurrently(const PrimGraph& /*g*/, const Kernel& k) const override { return k.num_linear == 0; }
   std::unique_ptr<CompiledKernel> compile_fallback(const PrimGraph& g, const Kernel& k) override {
     return std::make_unique<HostFallbackKernel>(ctx_, g, k);
   }
@@ -114,9 +117,7 @@ class CudaBackend final : public Backend {
   void download(void* host, const void* device, int64_t bytes) override { ctx_.download(host, device, bytes); }
   void synchronize() override { ctx_.synchronize(); }
 
-  void prepare_cache_state(const std::vector<std::pair<const void*, int64_t>>& /*inputs*/) override {
-    ctx_.flush_l2();
-  }
+  void prepare_cache_state(const std::vector<std::pair<const void*, int64_t>>& /*inputs*/) override { ctx_.flush_l2(); }
   double median_seconds(const std::function<void()>& run, const std::function<void()>& prepare) override {
     return ctx_.median_seconds(run, prepare);
   }
