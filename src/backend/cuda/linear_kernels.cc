@@ -288,6 +288,19 @@ class ConvKernel final : public CompiledKernel {
   bool usable(cudnnStatus_t status, cudnnMathType_t math) const {
     return status == CUDNN_STATUS_SUCCESS && (ctx_.tf32() || math == CUDNN_FMA_MATH || math == CUDNN_DEFAULT_MATH);
   }
+  // Heuristic result number `variant` among the usable ones into algo_; false (with the count of
+  // usable results in *found) when there are not that many.
+  template <typename Perf>
+  bool pick_usable(const std::vector<Perf>& perf, int returned, int variant, int* found) {
+    for (int i = 0; i < returned; ++i) {
+      if (!usable(perf[i].status, perf[i].mathType)) continue;
+      if ((*found)++ == variant) {
+        algo_ = perf[i].algo;
+        return true;
+      }
+    }
+    return false;
+  }
 
   bool pick_forward(int variant, size_t* ws, std::string* why) {
     int found = 0;
@@ -303,15 +316,7 @@ class ConvKernel final : public CompiledKernel {
       check_cudnn(cudnnGetConvolutionForwardAlgorithm_v7(ctx_.cudnn(), in_, filter_, conv_, out_,
                                                          static_cast<int>(perf.size()), &returned, perf.data()),
                   "cudnnGetConvolutionForwardAlgorithm_v7");
-      bool picked = false;
-      for (int i = 0; i < returned && !picked; ++i) {
-        if (!usable(perf[i].status, perf[i].mathType)) continue;
-        if (found++ == variant) {
-          algo_ = perf[i].algo;
-          picked = true;
-        }
-      }
-      if (!picked) {
+      if (!pick_usable(perf, returned, variant, &found)) {
         *why = str_cat("cuDNN heuristics returned ", found, " usable forward algorithm(s) for ", description_,
                        " (variant ", variant, " asked)");
         return false;
@@ -334,15 +339,7 @@ class ConvKernel final : public CompiledKernel {
                                                             static_cast<int>(perf.size()), &returned, perf.data()),
                 "cudnnGetConvolutionBackwardDataAlgorithm_v7");
     int found = 0;
-    bool picked = false;
-    for (int i = 0; i < returned && !picked; ++i) {
-      if (!usable(perf[i].status, perf[i].mathType)) continue;
-      if (found++ == variant) {
-        algo_ = perf[i].algo;
-        picked = true;
-      }
-    }
-    if (!picked) {
+    if (!pick_usable(perf, returned, variant, &found)) {
       *why = str_cat("cuDNN heuristics returned ", found, " usable backward-data algorithm(s) for ", description_,
                      " (variant ", variant, " asked)");
       return false;
