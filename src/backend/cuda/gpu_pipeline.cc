@@ -10,6 +10,9 @@
 //    a global scratch buffer per block instead when a launch would need more shared memory than
 //    kMaxSharedBytesPerBlock (measured on the lowered pipeline);
 //  - once (RootStages): each in its own launch over global memory, tiled like an output.
+// Blocks of rows go on the grid's second dimension where they fit in CUDA's 65535, else (and for
+// stages in their own launch, whose extents are not known when scheduled) both block loops are
+// fused into the first dimension.
 // Values read several times (Generator::shared) are recomputed where read. Every input and the
 // output have constant dense bounds and strides, so addressing folds to constants.
 #include "backend/cuda/gpu_pipeline.h"
@@ -68,8 +71,13 @@ struct Tiling {
   bool single_thread = false;
 };
 
-// Tiles f's pure loops over blocks of `shape` threads: returns the innermost block loop.
-Tiling tile_over_blocks(Func f, ThreadShape shape, const std::string& tag) {
+// CUDA's limit on the grid's second and third dimensions (the first allows 2^31 - 1 blocks).
+constexpr int64_t kMaxGridY = 65535;
+
+// Tiles f's pure loops over blocks of `shape` threads: returns the innermost block loop. `rows`:
+// the extent of f's outer axes fused (-1: not known here). Blocks of rows go on the grid's second
+// dimension where they fit in it, else both block loops are fused into the first one.
+Tiling tile_over_blocks(Func f, ThreadShape shape, const std::string& tag, int64_t rows) {
   Tiling t;
   std::vector<Var> v = f.args();
   if (v.empty()) {
@@ -84,15 +92,26 @@ Tiling tile_over_blocks(Func f, ThreadShape shape, const std::string& tag) {
     t.block = xo;
     return t;
   }
-  Var rows = v[1];
+  Var fused_rows = v[1];
   for (size_t i = 2; i < v.size(); ++i) {
     Var fused("rows" + std::to_string(i) + "_" + tag);
-    f.fuse(rows, v[i], fused);
-    rows = fused;
+    f.fuse(fused_rows, v[i], fused);
+    fused_rows = fused;
   }
   Var ro("ro_" + tag), ri("ri_" + tag);
-  f.gpu_tile(v[0], rows, xo, ro, xi, ri, shape.lanes, shape.rows, TailStrategy::GuardWithIf);
-  t.block = xo;
+  if (rows >= 0 && (rows + shape.rows - 1) / shape.rows <= kMaxGridY) {
+    f.gpu_tile(v[0], fused_rows, xo, ro, xi, ri, shape.lanes, shape.rows, TailStrategy::GuardWithIf);
+    t.block = xo;
+    return t;
+  }
+  Var blocks("b_" + tag);
+  f.split(v[0], xo, xi, shape.lanes, TailStrategy::GuardWithIf)
+      .split(fused_rows, ro, ri, shape.rows, TailStrategy::GuardWithIf)
+      .reorder(xi, ri, xo, ro)
+      .fuse(xo, ro, blocks)
+      .gpu_blocks(blocks)
+      .gpu_threads(xi, ri);
+  t.block = blocks;
   return t;
 }
 
@@ -122,7 +141,9 @@ std::string schedule(const PrimGraph& g, const Kernel& k, Generator& gen, Func o
   const Shape& shape = g.tensor(k.output).shape;
   int64_t inner = shape.empty() ? 1 : shape.back();
   ThreadShape threads = thread_shape(inner, variant == GpuVariant::WideRows ? kMaxThreadsPerBlock : 32);
-  Tiling tiling = tile_over_blocks(out, threads, "out");
+  int64_t rows = 1;
+  for (size_t d = 0; d + 1 < shape.size(); ++d) rows *= shape[d];
+  Tiling tiling = tile_over_blocks(out, threads, "out", rows);
   std::string text = str_cat(gpu_variant_name(variant), ": ", threads.lanes, "x", threads.rows, " threads");
   if (tiling.single_thread) text = "single thread";
   std::vector<Func> stages = gen.materialised();
@@ -132,7 +153,7 @@ std::string schedule(const PrimGraph& g, const Kernel& k, Generator& gen, Func o
     std::string tag = "s" + std::to_string(n++);
     if (variant == GpuVariant::RootStages || tiling.single_thread) {
       f.compute_root();
-      tile_over_blocks(f, ThreadShape{}, tag);
+      tile_over_blocks(f, ThreadShape{}, tag, -1);  // extent not known: one grid dimension
     } else {
       compute_per_block(f, out, tiling, threads, tag, stages_in_global);
     }

@@ -161,6 +161,15 @@ TEST(GpuPipeline, ScheduledPipelinesComputeTheReferenceOnAnOpenClDevice) {
       expect_opencl_run_matches(g, k, c.name + " / " + gpu_variant_name(gpu_variants(g, k)[k.schedule]));
   }
   std::printf("%d GPU-scheduled kernels run on the OpenCL device\n", kernels);
+
+  // More rows of blocks (8 rows of 32 lanes each) than the grid's second dimension takes (65535):
+  // the block loops go on its first dimension.
+  PrimGraph tall;
+  TensorId x = tall.add_input("x", DType::F32, {530000, 32});
+  tall.mark_output(tall.add_primitive(PrimOp::Neg, {x}, {}));
+  Kernel k = whole_graph_kernel(tall);
+  expect_ptx(tall, k, "Neg of [530000, 32]");
+  expect_opencl_run_matches(tall, k, "Neg of [530000, 32]");
 }
 
 }  // namespace
