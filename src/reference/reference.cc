@@ -44,6 +44,24 @@ TensorData evaluate(const Primitive& prim, const std::vector<const TensorData*>&
   fail("reference: unknown primitive kind");
 }
 
+TensorData evaluate_chain(const PrimGraph& g, const std::vector<PrimId>& prims, std::map<TensorId, TensorData> values,
+                          TensorId result) {
+  for (PrimId p : prims) {
+    const Primitive& prim = g.prim(p);
+    std::vector<const TensorData*> args;
+    Shape out;
+    for (TensorId t : prim.inputs) {
+      auto it = values.find(t);
+      const TensorData* v = it != values.end() ? &it->second : g.tensor(t).constant.get();
+      KORCH_CHECK(v, "reference: tensor ", g.tensor(t).name, " has no value");
+      args.push_back(v);
+      out = broadcast_shapes(out, v->shape());
+    }
+    values[prim.output] = evaluate(prim, args, g.tensor(prim.output).dtype, out);
+  }
+  return std::move(values.at(result));
+}
+
 std::vector<TensorData> run_graph(const PrimGraph& g, const std::vector<TensorData>& inputs) {
   if (inputs.size() != g.inputs().size())
     fail("the model has ", g.inputs().size(), " inputs but ", inputs.size(), " were given");

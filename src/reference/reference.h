@@ -2,6 +2,7 @@
 // primitive and of whole primitive graphs. It is the ground truth every
 // generated kernel is checked against.
 #pragma once
+#include <map>
 #include <vector>
 
 #include "ir/prim_graph.h"
@@ -13,6 +14,12 @@ namespace korch::reference {
 // type.
 TensorData evaluate(const Primitive& prim, const std::vector<const TensorData*>& inputs, DType out_dtype,
                     const Shape& out_shape);
+
+// Evaluates `prims` of g in order, with `values` for some tensors and the graph's constants for the
+// other inputs; each output's shape is the broadcast of its inputs' actual shapes (so that a chain
+// of elementwise primitives runs on sample vectors), its dtype the graph's. Returns `result`'s value.
+TensorData evaluate_chain(const PrimGraph& g, const std::vector<PrimId>& prims, std::map<TensorId, TensorData> values,
+                          TensorId result);
 
 // Runs the whole graph; `inputs` follow g.inputs() order and must match their
 // dtypes and shapes (korch::Error otherwise). Returns the values of

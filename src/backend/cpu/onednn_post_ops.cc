@@ -182,20 +182,8 @@ std::optional<PostOp> fit_eltwise(const PrimGraph& graph, TensorId start, const 
     xs.push_back(-x);
   }
   const int64_t n = static_cast<int64_t>(xs.size());
-  std::map<TensorId, TensorData> values;
-  values[start] = TensorData::from_f64(DType::F32, {n}, xs);
-  for (PrimId p : region) {
-    const Primitive& prim = graph.prim(p);
-    std::vector<const TensorData*> args;
-    Shape out;
-    for (TensorId t : prim.inputs) {
-      const TensorData* v = values.count(t) ? &values.at(t) : graph.tensor(t).constant.get();
-      args.push_back(v);
-      out = broadcast_shapes(out, v->shape());
-    }
-    values[prim.output] = reference::evaluate(prim, args, graph.tensor(prim.output).dtype, out);
-  }
-  const TensorData& fy = values.at(result);
+  const TensorData fy =
+      reference::evaluate_chain(graph, region, {{start, TensorData::from_f64(DType::F32, {n}, xs)}}, result);
   if (fy.size() != n) return std::nullopt;
   std::vector<double> ys = fy.to_f64();
   auto matches = [&](const Candidate& c, double alpha, double* scale) {

@@ -197,20 +197,8 @@ class EpilogueFinder {
     for (int i = 0; i <= 800; ++i) xs.push_back(-8.0 + 16.0 * i / 800);
     for (double x : {10.0, 20.0, 50.0}) xs.insert(xs.end(), {x, -x});
     const auto n = static_cast<int64_t>(xs.size());
-    std::map<TensorId, TensorData> values;
-    values[cur] = TensorData::from_f64(DType::F32, {n}, xs);
-    for (PrimId p : region) {
-      const Primitive& prim = g_.prim(p);
-      std::vector<const TensorData*> args;
-      Shape out;
-      for (TensorId t : prim.inputs) {
-        const TensorData* v = values.count(t) ? &values.at(t) : g_.tensor(t).constant.get();
-        args.push_back(v);
-        out = broadcast_shapes(out, v->shape());
-      }
-      values[prim.output] = reference::evaluate(prim, args, g_.tensor(prim.output).dtype, out);
-    }
-    std::vector<double> ys = values.at(result).to_f64();
+    std::vector<double> ys =
+        reference::evaluate_chain(g_, region, {{cur, TensorData::from_f64(DType::F32, {n}, xs)}}, result).to_f64();
     auto matches = [&](double (*f)(double)) {
       if (static_cast<int64_t>(ys.size()) != n) return false;
       for (int64_t i = 0; i < n; ++i)
