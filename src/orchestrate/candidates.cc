@@ -1,10 +1,12 @@
-// enumerate_candidates: upward growth from every sink, bitset convexity check.
+// enumerate_candidates: upward growth from every sink, bitset convexity check;
+// attention_candidates: the attention patterns, one kernel each.
 #include "orchestrate/candidates.h"
 
 #include <algorithm>
 #include <bitset>
 #include <unordered_set>
 
+#include "plan/attention_pattern.h"
 #include "util/error.h"
 
 namespace korch {
@@ -74,6 +76,17 @@ std::vector<Kernel> enumerate_candidates(const PrimGraph& g, const Partition& pa
         }
       }
     }
+  }
+  return result;
+}
+
+std::vector<Kernel> attention_candidates(const PrimGraph& g) {
+  std::vector<Kernel> result;
+  const std::vector<std::vector<PrimId>> consumers = g.consumers();
+  for (const AttentionPattern& a : find_attention(g)) {
+    result.push_back(make_kernel(g, a.prims));
+    if (std::optional<AttentionPattern> extended = with_views(g, a, consumers))
+      result.push_back(make_kernel(g, extended->prims));
   }
   return result;
 }

@@ -305,12 +305,14 @@ SelectionProblem selection_problem(const PrimGraph& g, const Partition& part, co
 namespace {
 
 // The baseline kernels of every partition (a kernel spanning partitions is left out).
+// The baseline kernels of a partition, and the fused attention candidates inside it.
 struct PartitionBaselines {
-  std::vector<Kernel> greedy, per_op, per_primitive;
+  std::vector<Kernel> greedy, per_op, per_primitive, attention;
 };
 
 std::vector<PartitionBaselines> baselines_by_partition(const PrimGraph& g, const std::vector<Partition>& parts,
-                                                       const OptimizeResult& result) {
+                                                       const OptimizeResult& result,
+                                                       const std::vector<Kernel>& attention) {
   std::vector<int> part_of(g.num_prims(), -1);
   for (size_t i = 0; i < parts.size(); ++i)
     for (PrimId p : parts[i].prims) part_of[p] = static_cast<int>(i);
@@ -324,6 +326,7 @@ std::vector<PartitionBaselines> baselines_by_partition(const PrimGraph& g, const
   split(result.greedy.kernels, &PartitionBaselines::greedy);
   split(result.per_op.kernels, &PartitionBaselines::per_op);
   split(result.per_primitive.kernels, &PartitionBaselines::per_primitive);
+  split(attention, &PartitionBaselines::attention);
   return out;
 }
 
@@ -338,9 +341,9 @@ std::vector<std::vector<PrimId>> moved_sets(const std::vector<std::vector<PrimId
   return out;
 }
 
-// A partition's candidates: the enumerated kernels, then the baseline kernels not among them
-// (so that the warm start is expressible and the optimum is never worse than a baseline), all
-// priced. warm: the greedy kernels' indices.
+// A partition's candidates: the enumerated kernels, then the baseline kernels and fused attention
+// candidates not among them (so that the warm start is expressible and the optimum is never worse
+// than a baseline), all priced. warm: the greedy kernels' indices.
 std::vector<Kernel> partition_candidates(const PrimGraph& g, const Partition& part, const OptimizeOptions& options,
                                          const PartitionBaselines& baselines, PricedCache& prices,
                                          std::vector<int>* warm, int* num_enumerated) {
@@ -357,6 +360,7 @@ std::vector<Kernel> partition_candidates(const PrimGraph& g, const Partition& pa
   for (const Kernel& k : baselines.greedy) add(k, true);
   for (const Kernel& k : baselines.per_op) add(k, false);
   for (const Kernel& k : baselines.per_primitive) add(k, false);
+  for (const Kernel& k : baselines.attention) add(k, false);
   for (Kernel& k : cands) prices.price(k);
   return cands;
 }
@@ -570,12 +574,14 @@ OptimizeResult optimize(const PrimGraph& g, CostModel& cost, const OptimizeOptio
   result.per_primitive =
       make_plan(g, "per-primitive", kernels_from_groups(g, per_primitive_groups(g)), prices, cost_name, false);
 
-  // 2. Partitions that never split a baseline kernel.
+  // 2. Partitions that never split a baseline kernel or a fused attention candidate.
+  std::vector<Kernel> attention;
+  if (options.candidates.fused_attention) attention = attention_candidates(g);
   PartitionOptions popts = options.partition;
   popts.max_prims = std::min(popts.max_prims, kMaxPartitionPrims);
-  popts.protected_boundaries = protected_boundaries(g, {&result.greedy.kernels, &result.per_op.kernels});
+  popts.protected_boundaries = protected_boundaries(g, {&result.greedy.kernels, &result.per_op.kernels, &attention});
   std::vector<Partition> parts = partition_graph(g, popts);
-  std::vector<PartitionBaselines> baselines = baselines_by_partition(g, parts, result);
+  std::vector<PartitionBaselines> baselines = baselines_by_partition(g, parts, result, attention);
 
   // 3. Each partition: an identical one's solution, a stored one, or a solve.
   std::map<uint64_t, int> solved;                                           // partition hash -> partition index solved

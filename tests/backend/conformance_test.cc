@@ -30,6 +30,7 @@ const std::vector<std::string> kComplete = {"cpu", "reference"};
 std::vector<KernelCase> all_cases() {
   std::vector<KernelCase> cs = memory_bound_kernel_cases();
   for (KernelCase& c : linear_kernel_cases()) cs.push_back(std::move(c));
+  for (KernelCase& c : attention_kernel_cases()) cs.push_back(std::move(c));
   return cs;
 }
 

@@ -108,6 +108,63 @@ std::vector<KernelCase> linear_kernel_cases() {
   return cs;
 }
 
+// Softmax attention: S = Q Kt, score steps, E = exp(S' - rowmax), Y = (E V) / rowsum(E).
+PrimGraph attention_graph(const Shape& batch, int64_t m, int64_t n, int64_t dk, int64_t dv, bool scale, bool mask,
+                          bool scale_first) {
+  LinearGraph b;
+  auto dims = [&](int64_t r, int64_t c) {
+    Shape s = batch;
+    s.push_back(r);
+    s.push_back(c);
+    return s;
+  };
+  TensorId s = b.op(PrimOp::MatMul, {b.input(dims(m, dk)), b.input(dims(dk, n))});
+  if (scale) s = scale_first ? b.op(PrimOp::Mul, {b.scalar(0.125), s}) : b.op(PrimOp::Div, {s, b.scalar(8.0)});
+  if (mask) s = b.op(PrimOp::Add, {s, b.input({1, n})});  // broadcast over batch and rows
+  TensorId mx = b.op(PrimOp::ReduceMax, {s}, axes({static_cast<int64_t>(batch.size()) + 1}, 1));
+  TensorId e = b.op(PrimOp::Exp, {b.op(PrimOp::Sub, {s, mx})});
+  TensorId sum = b.op(PrimOp::ReduceSum, {e}, axes({static_cast<int64_t>(batch.size()) + 1}, 1));
+  TensorId o = b.op(PrimOp::MatMul, {e, b.input(dims(n, dv))});
+  return b.done(b.op(PrimOp::Div, {o, sum}));
+}
+
+std::vector<KernelCase> attention_kernel_cases() {
+  std::vector<KernelCase> cs;
+  cs.push_back({"attention [2,3] heads, 17 queries x 23 keys, scaled and masked", [] {
+                  return attention_graph({2, 3}, 17, 23, 8, 8, true, true);
+                }});
+  cs.push_back({"attention, scale operand first, 40 keys, dv != dk",
+                [] { return attention_graph({4}, 9, 40, 16, 5, true, false, true); }});
+  cs.push_back(
+      {"attention between layout chains, as PyTorch exports multi-head attention", [] {
+         // qkv [seq, 1, 3 * heads * dk] -> Q, K, V [heads, seq, dk] through Slice, Reshape,
+         // Transpose (Q scaled, K transposed to [heads, dk, seq]); Y back to [seq, heads * dk].
+         const int64_t seq = 37, heads = 3, dk = 8, d = heads * dk;
+         LinearGraph b;
+         TensorId qkv = b.input({seq, 1, 3 * d});
+         auto head_split = [&](int64_t part, Ints perm) {
+           TensorId x = b.op(
+               PrimOp::Slice, {qkv},
+               Attrs().set("starts", Ints{0, 0, part * d}).set("sizes", Ints{seq, 1, d}).set("steps", Ints{1, 1, 1}));
+           x = b.op(PrimOp::Reshape, {x}, Attrs().set("shape", Ints{seq, heads, dk}));
+           return b.op(PrimOp::Transpose, {x}, Attrs().set("perm", perm));
+         };
+         TensorId q = b.op(PrimOp::Div, {head_split(0, {1, 0, 2}), b.scalar(2.8284271)});
+         TensorId kt = head_split(1, {1, 2, 0});
+         TensorId v = head_split(2, {1, 0, 2});
+         TensorId s = b.op(PrimOp::MatMul, {q, kt});
+         TensorId mx = b.op(PrimOp::ReduceMax, {s}, axes({2}, 1));
+         TensorId e = b.op(PrimOp::Exp, {b.op(PrimOp::Sub, {s, mx})});
+         TensorId sum = b.op(PrimOp::ReduceSum, {e}, axes({2}, 1));
+         TensorId y = b.op(PrimOp::Div, {b.op(PrimOp::MatMul, {e, v}), sum});
+         y = b.op(PrimOp::Transpose, {y}, Attrs().set("perm", Ints{1, 0, 2}));
+         return b.done(b.op(PrimOp::Reshape, {y}, Attrs().set("shape", Ints{seq, d})));
+       }});
+  cs.push_back({"attention without score steps, rows split into blocks with a remainder",
+                [] { return attention_graph({2}, 70, 1500, 4, 4, false, false); }});
+  return cs;
+}
+
 Kernel whole_graph_kernel(const PrimGraph& g) {
   std::vector<PrimId> all;
   for (PrimId p = 0; p < g.num_prims(); ++p) all.push_back(p);

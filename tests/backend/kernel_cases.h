@@ -24,6 +24,12 @@ struct KernelCase {
 std::vector<KernelCase> memory_bound_kernel_cases();
 // Kernels with one Linear primitive (MatMul, Conv, ConvTranspose) and an elementwise epilogue.
 std::vector<KernelCase> linear_kernel_cases();
+// Softmax attention (plan/attention_pattern.h): two MatMuls around a row softmax, one kernel.
+std::vector<KernelCase> attention_kernel_cases();
+// The attention graph of those cases: Q [batch.., m, dk], Kt [batch.., dk, n], V [batch.., n, dv];
+// scores divided by 8 (or, scale_first, 0.125 * S) and plus a [1, n] mask where asked.
+PrimGraph attention_graph(const Shape& batch, int64_t m, int64_t n, int64_t dk, int64_t dv, bool scale, bool mask,
+                          bool scale_first = false);
 
 // The kernel of all of a case graph's primitives.
 Kernel whole_graph_kernel(const PrimGraph& g);

@@ -9,6 +9,7 @@
 #include <map>
 #include <random>
 
+#include "backend/kernel_cases.h"
 #include "cost/analytic.h"
 #include "orchestrate/baselines.h"
 #include "orchestrate/blp.h"
@@ -334,6 +335,24 @@ TEST(Plan, EveryPlanComputesTheGraph) {
     TensorData got = reference::run_plan(g, *plan, {x})[0];
     for (int64_t i = 0; i < got.size(); ++i) ASSERT_EQ(got.get_f64(i), expect.get_f64(i)) << plan->strategy;
   }
+}
+
+TEST(Optimize, FusedAttentionIsACandidateTheBlpCanChoose) {
+  // At 1024 keys the fused kernel moves a fraction of the unfused kernels' bytes (the scores stay
+  // inside it), so the analytic costs choose it; without the option it is never offered.
+  PrimGraph g = attention_graph({4}, 128, 1024, 32, 32, true, true);
+  AnalyticCostModel model{MachineFigures{}};
+  auto has_attention = [](const Plan& p) {
+    return std::any_of(p.kernels.begin(), p.kernels.end(), [](const Kernel& k) { return k.num_linear == 2; });
+  };
+  OptimizeResult fused = optimize(g, model);
+  EXPECT_TRUE(has_attention(fused.korch));
+  EXPECT_LE(fused.korch.predicted_seconds(), fused.greedy.predicted_seconds());
+  OptimizeOptions off;
+  off.candidates.fused_attention = false;
+  OptimizeResult unfused = optimize(g, model, off);
+  EXPECT_FALSE(has_attention(unfused.korch));
+  EXPECT_LT(fused.korch.predicted_seconds(), unfused.korch.predicted_seconds());
 }
 
 TEST(Blp, TimeLimitReturnsBestPlanWithGap) {

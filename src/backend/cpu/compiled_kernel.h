@@ -121,12 +121,21 @@ int schedule_variants(const PrimGraph& g, const Kernel& k);
 // Kernels with one Linear primitive (MatMul / Conv / ConvTranspose) plus an elementwise
 // epilogue as oneDNN 2.6 primitives with post-ops.
 std::unique_ptr<CompiledKernel> compile_onednn_kernel(const PrimGraph& g, const Kernel& k, std::string* why_not);
+// Kernels with two Linear primitives: the fused softmax attention of plan/attention_pattern.h
+// (scores kept per block of query rows, GEMMs by oneDNN's sgemm); any other such kernel is
+// refused. Variants: the per-thread score buffer's size.
+bool attention_supports(const PrimGraph& g, const Kernel& k, std::string* why_not);
+int attention_schedule_variants(const PrimGraph& g, const Kernel& k);
+std::unique_ptr<CompiledKernel> compile_attention_kernel(const PrimGraph& g, const Kernel& k, std::string* why_not);
+// The library-built kernel of a kernel with Linear primitives (oneDNN for one, the fused
+// attention for two), as korch and exported packages build it when they load a plan.
+std::unique_ptr<CompiledKernel> compile_library_kernel(const PrimGraph& g, const Kernel& k, std::string* why_not);
 // Any kernel, executed by the reference interpreter (correct, slow), as a CPU kernel that keeps
 // no layouts. Used only where no code generator can implement a primitive on its own (so that
 // every model still runs).
 std::unique_ptr<CompiledKernel> compile_reference_kernel(const PrimGraph& g, const Kernel& k);
 
-// The backend's choice for a kernel: oneDNN for linear kernels, Halide otherwise; nullptr
+// The backend's choice for a kernel: compile_library_kernel for linear kernels, Halide otherwise; nullptr
 // when neither can implement it.
 std::unique_ptr<CompiledKernel> compile_kernel(const PrimGraph& g, const Kernel& k, std::string* why_not);
 

@@ -1,4 +1,5 @@
-// The CPU backend: dispatch (oneDNN for linear kernels, Halide for the rest), the OpenMP thread
+// The CPU backend: dispatch (oneDNN for linear kernels, the fused attention for the softmax-attention
+// pattern's two, Halide for the rest), the OpenMP thread
 // count, the cache key parts, and the Backend implementation with its layout-linking part and
 // its ahead-of-time compiler for packages (package_kernels.cc).
 #include "backend/cpu/cpu_backend.h"
@@ -136,25 +137,28 @@ std::unique_ptr<Backend> make_cpu_backend(const BackendOptions& options) {
   return std::make_unique<CpuBackend>(options);
 }
 
-std::unique_ptr<CompiledKernel> compile_kernel(const PrimGraph& g, const Kernel& k, std::string* why_not) {
-  if (k.num_linear > 1) {
-    if (why_not) *why_not = "more than one Linear primitive";
+std::unique_ptr<CompiledKernel> compile_library_kernel(const PrimGraph& g, const Kernel& k, std::string* why_not) {
+  if (k.num_linear == 2) return compile_attention_kernel(g, k, why_not);
+  if (k.num_linear > 2) {
+    if (why_not) *why_not = "more than two Linear primitives";
     return nullptr;
   }
-  if (k.num_linear == 1) return compile_onednn_kernel(g, k, why_not);
+  return compile_onednn_kernel(g, k, why_not);
+}
+
+std::unique_ptr<CompiledKernel> compile_kernel(const PrimGraph& g, const Kernel& k, std::string* why_not) {
+  if (k.num_linear >= 1) return compile_library_kernel(g, k, why_not);
   return compile_halide_kernel(g, k, why_not);
 }
 
 int schedule_variants(const PrimGraph& g, const Kernel& k) {
-  if (k.num_linear > 1) return 1;
+  if (k.num_linear == 2) return attention_schedule_variants(g, k);
+  if (k.num_linear > 2) return 1;
   return k.num_linear == 0 ? halide_schedule_variants(g, k) : onednn_schedule_variants(g, k);
 }
 
 bool can_compile(const PrimGraph& g, const Kernel& k, std::string* why_not) {
-  if (k.num_linear > 1) {
-    if (why_not) *why_not = "more than one Linear primitive";
-    return false;
-  }
+  if (k.num_linear >= 2) return attention_supports(g, k, why_not);
   return k.num_linear == 1 ? onednn_supports(g, k, why_not) : halide_supports(g, k, why_not);
 }
 

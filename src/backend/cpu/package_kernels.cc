@@ -1,8 +1,9 @@
 // The CPU backend's ahead-of-time compiler for `korch export` (Backend::ahead_of_time): each
 // kernel of a plan as the package runtime (src/export/runtime/korch_model.cc) will run it, with
 // the choices the CPU backend makes at run time: oneDNN for a kernel with one Linear primitive
-// where oneDNN takes it (built when the package loads), Halide compiled ahead of time (no_runtime
-// objects, for the target korch's JIT uses, HL_JIT_TARGET included) for the memory-bound ones,
+// where oneDNN takes it and the fused attention for the attention pattern's two (built when the
+// package loads), Halide compiled ahead of time (no_runtime objects, for the target korch's JIT
+// uses, HL_JIT_TARGET included) for the memory-bound ones,
 // the reference interpreter elsewhere. One Halide standalone runtime object serves every kernel;
 // the package checks at load that the CPU has every feature the target needs.
 #include <Halide.h>
@@ -81,8 +82,8 @@ class CpuPackageCompiler : public AheadOfTimeCompiler {
     for (size_t i = 0; i < kernels.size(); ++i) {
       const Kernel& k = kernels[i];
       std::string why;
-      if (k.num_linear == 1) {
-        if (auto c = compile_onednn_kernel(g, k, &why)) {
+      if (k.num_linear >= 1) {
+        if (auto c = compile_library_kernel(g, k, &why)) {
           p.implementation[i] = korch_pkg::kBackendOneDNN;
           p.description[i] = c->describe();
         }
@@ -104,8 +105,6 @@ class CpuPackageCompiler : public AheadOfTimeCompiler {
             why = str_cat("Halide: ", e.what());
           }
         }
-      } else {
-        why = "more than one Linear primitive";
       }
       if (p.implementation[i] == korch_pkg::kBackendReference) {
         ++p.fallback_kernels;
@@ -156,10 +155,11 @@ class CpuPackageCompiler : public AheadOfTimeCompiler {
   PackageRuntime package_runtime() const override {
     PackageRuntime r;
     r.headers = {"backend/cpu/compiled_kernel.h", "backend/cpu/layout_link.h", "backend/cpu/onednn_internal.h",
-                 "backend/cpu/stream_store.h"};
+                 "backend/cpu/stream_store.h", "plan/attention_pattern.h"};
     r.sources = {"backend/cpu/reference_kernel.cc", "backend/cpu/onednn_layout.cc",  "backend/cpu/onednn_post_ops.cc",
                  "backend/cpu/onednn_analysis.cc",  "backend/cpu/onednn_builder.cc", "backend/cpu/onednn_kernel.cc",
-                 "backend/cpu/layout_link.cc",      "backend/cpu/stream_store.cc"};
+                 "backend/cpu/layout_link.cc",      "backend/cpu/stream_store.cc",   "backend/cpu/attention_kernel.cc",
+                 "plan/attention_pattern.cc"};
     r.files = {{KORCH_HALIDE_RUNTIME_HEADER, "runtime/HalideRuntime.h"}};
     r.find_packages = {"dnnl", "OpenMP"};
     r.link_targets = {"DNNL::dnnl", "OpenMP::OpenMP_CXX"};

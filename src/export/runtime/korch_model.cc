@@ -345,7 +345,7 @@ void korch_model::load(const std::string& package_dir, int requested_threads) {
       ++n_halide;
     } else if (backend == korch_pkg::kBackendOneDNN) {
       std::string why;
-      c = cpu::compile_onednn_kernel(g, k, &why);
+      c = cpu::compile_library_kernel(g, k, &why);
       if (c) ++n_onednn;
     }
     if (!c) {

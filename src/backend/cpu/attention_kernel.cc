@@ -1,0 +1,335 @@
+// Fused softmax attention (plan/attention_pattern.h) as one CPU kernel. For each batch entry and
+// block of query rows: the block's scores S = Q Kt over all N keys go to a per-thread buffer sized
+// to stay in the core's cache, the score steps (scale, mask), the row max, exp and row sum run on
+// that buffer, then E V and the division by the row sums write the block of Y. The [M, N] scores
+// never reach memory, and each row sees its exact maximum (no running rescale), so the kernel
+// computes the same expression as the primitives, in a different order only inside the GEMMs.
+// GEMMs: oneDNN's dnnl_sgemm, single-threaded inside the kernel's OpenMP loop over
+// (batch entry, row block). Schedule variants: the score buffer's budget per thread.
+#include <dnnl.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <optional>
+#include <vector>
+
+#include "backend/cpu/compiled_kernel.h"
+#include "plan/attention_pattern.h"
+#include "util/error.h"
+
+namespace korch::cpu {
+namespace {
+
+// Floats of scores one thread keeps per row block, by schedule variant: 256 KiB (an L2 share of
+// most x86 cores) and 64 KiB (near L1 on cores with small L2).
+constexpr int64_t kScoreBudgetFloats[] = {64 * 1024, 16 * 1024};
+constexpr int kVariants = 2;
+
+// One elementwise step on the scores: x = x op operand, or operand op x (operand_first).
+struct ScoreStep {
+  PrimOp op;
+  bool operand_first = false;
+  int input = -1;                     // Kernel::inputs index of the operand
+  std::vector<int64_t> batch_offset;  // operand element offset per flattened batch entry
+  int64_t row_stride = 0, col_stride = 0;
+};
+
+using V16 = float __attribute__((vector_size(64)));
+using I16 = int32_t __attribute__((vector_size(64)));
+
+// exp on 16 lanes: Cody-Waite reduction x = n ln2 + r, |r| <= ln2/2, then a degree-6
+// polynomial (Cephes expf coefficients, ~1 ulp), scaled by 2^n through the exponent bits.
+// Inputs below -87.3 give 0 (the reference underflows there too, to subnormals at most
+// 1.2e-38 away); NaN stays NaN.
+// x[0..16) = exp(x - shift), added to *sum.
+[[gnu::always_inline]] inline void exp_shifted16(float* values, float shift, V16* sum) {
+  V16 x;
+  std::memcpy(&x, values, sizeof x);
+  x -= shift;
+  const V16 hi = x > 88.37f ? V16{} + 88.37f : x;
+  const V16 lo = hi < -87.33f ? V16{} - 87.33f : hi;
+  const V16 magic = V16{} + 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
+  const V16 t = lo * 1.44269504088896341f + magic;
+  const V16 n = t - magic;
+  const V16 r = lo - n * 0.693359375f + n * 2.12194440e-4f;
+  V16 p = V16{} + 1.9875691500E-4f;
+  p = p * r + 1.3981999507E-3f;
+  p = p * r + 8.3334519073E-3f;
+  p = p * r + 4.1665795894E-2f;
+  p = p * r + 1.6666665459E-1f;
+  p = p * r + 5.0000001201E-1f;
+  p = p * r * r + r + 1.0f;
+  I16 bits;
+  std::memcpy(&bits, &t, sizeof bits);
+  bits = (bits - 0x4B400000) << 23;  // n, from t's mantissa
+  I16 pb;
+  std::memcpy(&pb, &p, sizeof pb);
+  pb += bits;
+  V16 result;
+  std::memcpy(&result, &pb, sizeof result);
+  result = x < -87.33f ? V16{} : result;
+  result = x != x ? x : result;
+  *sum += result;
+  std::memcpy(values, &result, sizeof result);
+}
+
+// Row max, then x = exp(x - max) in place; returns the row sum. Compiled for AVX-512, AVX2 and
+// the baseline, picked at load time.
+__attribute__((target_clones("avx512f", "avx2", "default"))) float softmax_numerator(float* row, int64_t n) {
+  int64_t j = 0;
+  V16 vmax = V16{} - INFINITY;
+  for (; j + 16 <= n; j += 16) {
+    V16 x;
+    std::memcpy(&x, row + j, sizeof x);
+    vmax = x > vmax ? x : vmax;
+  }
+  float m = -INFINITY;
+  for (int l = 0; l < 16; ++l) m = std::max(m, vmax[l]);
+  for (; j < n; ++j) m = std::max(m, row[j]);
+  V16 vsum{};
+  for (j = 0; j + 16 <= n; j += 16) exp_shifted16(row + j, m, &vsum);
+  float s = 0;
+  for (int l = 0; l < 16; ++l) s += vsum[l];
+  for (; j < n; ++j) {
+    row[j] = std::exp(row[j] - m);
+    s += row[j];
+  }
+  return s;
+}
+
+// f(row[j], o[j * stride]) updates row[j]; stride 0 broadcasts one value. 16 lanes at a time where
+// the operand is contiguous or one value.
+template <typename F>
+[[gnu::always_inline]] inline void combine(float* row, const float* o, int64_t stride, int64_t n, F f) {
+  int64_t j = 0;
+  if (stride <= 1) {
+    for (; j + 16 <= n; j += 16) {
+      V16 x, c;
+      std::memcpy(&x, row + j, sizeof x);
+      if (stride == 0)
+        c = V16{} + o[0];
+      else
+        std::memcpy(&c, o + j, sizeof c);
+      f(x, c);
+      std::memcpy(row + j, &x, sizeof x);
+    }
+  }
+  for (; j < n; ++j) {
+    V16 x = V16{} + row[j], c = V16{} + o[j * stride];
+    f(x, c);
+    row[j] = x[0];
+  }
+}
+
+__attribute__((target_clones("avx512f", "avx2", "default"))) void apply_step(PrimOp op, bool operand_first, float* row,
+                                                                             const float* o, int64_t stride,
+                                                                             int64_t n) {
+  switch (op) {
+    case PrimOp::Add: return combine(row, o, stride, n, [](V16& x, const V16& c) { x = x + c; });
+    case PrimOp::Mul: return combine(row, o, stride, n, [](V16& x, const V16& c) { x = x * c; });
+    case PrimOp::Sub:
+      if (operand_first) return combine(row, o, stride, n, [](V16& x, const V16& c) { x = c - x; });
+      return combine(row, o, stride, n, [](V16& x, const V16& c) { x = x - c; });
+    default:
+      if (operand_first) return combine(row, o, stride, n, [](V16& x, const V16& c) { x = c / x; });
+      return combine(row, o, stride, n, [](V16& x, const V16& c) { x = x / c; });
+  }
+}
+
+// rows x cols values (rows ld apart), each row divided by its sum.
+__attribute__((target_clones("avx512f", "avx2", "default"))) void divide_rows(float* out, int64_t ld, const float* sums,
+                                                                              int64_t rows, int64_t cols) {
+  for (int64_t r = 0; r < rows; ++r) {
+    float* row = out + r * ld;
+    const V16 sum = V16{} + sums[r];
+    int64_t d = 0;
+    for (; d + 16 <= cols; d += 16) {
+      V16 x;
+      std::memcpy(&x, row + d, sizeof x);
+      x /= sum;
+      std::memcpy(row + d, &x, sizeof x);
+    }
+    for (; d < cols; ++d) row[d] /= sums[r];
+  }
+}
+
+// Element strides of a tensor of `shape` broadcast (numpy-style, aligned right) to `to`.
+std::vector<int64_t> broadcast_strides(const Shape& shape, const Shape& to) {
+  std::vector<int64_t> own = strides_of(shape), out(to.size(), 0);
+  const size_t shift = to.size() - shape.size();
+  for (size_t i = 0; i < shape.size(); ++i) out[shift + i] = shape[i] == 1 ? 0 : own[i];
+  return out;
+}
+
+// One GEMM operand of a batch entry: a matrix of a strided view whose rows or columns are
+// contiguous, as dnnl_sgemm takes it (trans 'N': row-major with leading dimension ld; 'T': the
+// transpose of such a matrix).
+struct Matrix {
+  int input = -1;                     // Kernel::inputs index (-1: the kernel's output)
+  std::vector<int64_t> batch_offset;  // element offset per flattened batch entry
+  int64_t row_stride = 0;             // elements between consecutive rows
+  char trans = 'N';
+  int64_t ld = 0;
+};
+
+std::optional<Matrix> gemm_matrix(const StridedView& v, int input, bool transposable, std::string* why_not,
+                                  const char* name) {
+  const size_t rank = v.shape.size();
+  const int64_t rows = v.shape[rank - 2], cols = v.shape[rank - 1];
+  int64_t rs = v.strides[rank - 2], cs = v.strides[rank - 1];
+  if (cols == 1) cs = 1;
+  if (rows == 1) rs = std::max<int64_t>(cols, 1) * cs;
+  Matrix m;
+  m.input = input;
+  m.row_stride = rs;
+  if (cs == 1 && rs >= cols) {
+    m.ld = std::max<int64_t>(rs, 1);
+  } else if (transposable && rs == 1 && cs >= rows) {
+    m.trans = 'T';
+    m.ld = std::max<int64_t>(cs, 1);
+  } else {
+    if (why_not)
+      *why_not = str_cat("the attention's ", name, " view has strides ", rs, ", ", cs, " (no contiguous axis)");
+    return std::nullopt;
+  }
+  Shape batch(v.shape.begin(), v.shape.end() - 2);
+  for (int64_t b = 0; b < num_elements(batch); ++b) {
+    int64_t rest = b, offset = v.offset;
+    for (size_t d = batch.size(); d-- > 0;) {
+      offset += (rest % batch[d]) * v.strides[d];
+      rest /= batch[d];
+    }
+    m.batch_offset.push_back(offset);
+  }
+  return m;
+}
+
+class AttentionKernel final : public CompiledKernel {
+ public:
+  // built() is false (and why_not says why) when a view has no contiguous axis.
+  AttentionKernel(const PrimGraph& g, const Kernel& k, const AttentionPattern& a, std::string* why_not) {
+    auto input_index = [&](TensorId t) {
+      auto at = std::find(k.inputs.begin(), k.inputs.end(), t);
+      KORCH_CHECK(at != k.inputs.end(), "attention operand is no kernel input");
+      return static_cast<int>(at - k.inputs.begin());
+    };
+    std::optional<Matrix> q = gemm_matrix(a.q_view.view, input_index(a.q_view.base), true, why_not, "Q");
+    std::optional<Matrix> kt =
+        q ? gemm_matrix(a.kt_view.view, input_index(a.kt_view.base), true, why_not, "Kt") : std::nullopt;
+    std::optional<Matrix> v =
+        kt ? gemm_matrix(a.v_view.view, input_index(a.v_view.base), true, why_not, "V") : std::nullopt;
+    std::optional<Matrix> y = v ? gemm_matrix(a.y_view.view, -1, false, why_not, "output") : std::nullopt;
+    if (!y) return;
+    q_ = *q;
+    kt_ = *kt;
+    v_ = *v;
+    y_ = *y;
+    alpha_ = a.q_scale;
+    const Shape& qs = g.tensor(a.q).shape;
+    const Shape& vs = g.tensor(a.v).shape;
+    m_ = qs[qs.size() - 2];
+    dk_ = qs.back();
+    n_ = vs[vs.size() - 2];
+    dv_ = vs.back();
+    batch_ = num_elements(Shape(qs.begin(), qs.end() - 2));
+    const Shape scores = g.tensor(g.prim(a.scores).output).shape;
+    for (size_t i = 0; i < a.score_steps.size(); ++i) {
+      const Primitive& prim = g.prim(a.score_steps[i]);
+      ScoreStep s;
+      s.op = prim.op;
+      s.operand_first = a.score_operand[i] == 0;
+      TensorId operand = prim.inputs[a.score_operand[i]];
+      s.input = input_index(operand);
+      std::vector<int64_t> strides = broadcast_strides(g.tensor(operand).shape, scores);
+      const size_t rank = scores.size();
+      s.row_stride = strides[rank - 2];
+      s.col_stride = strides[rank - 1];
+      Shape batch_shape(scores.begin(), scores.end() - 2);
+      for (int64_t b = 0; b < batch_; ++b) {
+        int64_t rest = b, offset = 0;
+        for (size_t d = batch_shape.size(); d-- > 0;) {
+          offset += (rest % batch_shape[d]) * strides[d];
+          rest /= batch_shape[d];
+        }
+        s.batch_offset.push_back(offset);
+      }
+      steps_.push_back(std::move(s));
+    }
+    const int64_t budget = kScoreBudgetFloats[std::clamp(k.schedule, 0, kVariants - 1)];
+    rows_ = std::clamp<int64_t>(budget / std::max<int64_t>(n_, 1), 1, m_);
+    const int views =
+        !a.q_view.chain.empty() + !a.kt_view.chain.empty() + !a.v_view.chain.empty() + !a.y_view.chain.empty();
+    description_ =
+        str_cat("attention (fused softmax, ", rows_, " query rows x ", n_, " keys per block, ", steps_.size(),
+                " score steps, ", views, " strided views", alpha_ != 1 ? ", Q scaled" : "", ", dnnl_sgemm)");
+    built_ = true;
+  }
+  bool built() const { return built_; }
+
+  void run(const std::vector<const void*>& inputs, void* output) override {
+    const float* q = static_cast<const float*>(inputs[q_.input]);
+    const float* kt = static_cast<const float*>(inputs[kt_.input]);
+    const float* v = static_cast<const float*>(inputs[v_.input]);
+    float* y = static_cast<float*>(output);
+    const int64_t blocks = (m_ + rows_ - 1) / rows_;
+    const int64_t tasks = batch_ * blocks;
+    int failed = 0;
+#pragma omp parallel reduction(| : failed)
+    {
+      std::vector<float> scores(static_cast<size_t>(rows_ * n_)), sums(static_cast<size_t>(rows_));
+#pragma omp for schedule(static)
+      for (int64_t task = 0; task < tasks; ++task) {
+        const int64_t b = task / blocks, r0 = (task % blocks) * rows_, rows = std::min(rows_, m_ - r0);
+        failed |= dnnl_sgemm(q_.trans, kt_.trans, rows, n_, dk_, alpha_, q + q_.batch_offset[b] + r0 * q_.row_stride,
+                             q_.ld, kt + kt_.batch_offset[b], kt_.ld, 0.0f, scores.data(), n_) != dnnl_success;
+        for (const ScoreStep& s : steps_) {
+          const float* operand = static_cast<const float*>(inputs[s.input]) + s.batch_offset[b];
+          for (int64_t r = 0; r < rows; ++r)
+            apply_step(s.op, s.operand_first, scores.data() + r * n_, operand + (r0 + r) * s.row_stride, s.col_stride,
+                       n_);
+        }
+        for (int64_t r = 0; r < rows; ++r) sums[r] = softmax_numerator(scores.data() + r * n_, n_);
+        float* out = y + y_.batch_offset[b] + r0 * y_.row_stride;
+        failed |= dnnl_sgemm('N', v_.trans, rows, dv_, n_, 1.0f, scores.data(), n_, v + v_.batch_offset[b], v_.ld, 0.0f,
+                             out, y_.ld) != dnnl_success;
+        divide_rows(out, y_.ld, sums.data(), rows, dv_);
+      }
+    }
+    if (failed) fail("attention kernel: dnnl_sgemm failed");
+  }
+
+  std::string describe() const override { return description_; }
+
+ private:
+  Matrix q_, kt_, v_, y_;
+  float alpha_ = 1;
+  int64_t batch_ = 1, m_ = 0, n_ = 0, dk_ = 0, dv_ = 0, rows_ = 1;
+  std::vector<ScoreStep> steps_;
+  std::string description_;
+  bool built_ = false;
+};
+
+}  // namespace
+
+bool attention_supports(const PrimGraph& g, const Kernel& k, std::string* why_not) {
+  if (attention_of_kernel(g, k)) return true;
+  if (why_not) *why_not = "more than one Linear primitive, and not the fused softmax-attention pattern";
+  return false;
+}
+
+int attention_schedule_variants(const PrimGraph& /*g*/, const Kernel& /*k*/) { return kVariants; }
+
+std::unique_ptr<CompiledKernel> compile_attention_kernel(const PrimGraph& g, const Kernel& k, std::string* why_not) {
+  std::optional<AttentionPattern> a = attention_of_kernel(g, k);
+  if (!a) {
+    attention_supports(g, k, why_not);
+    return nullptr;
+  }
+  auto kernel = std::make_unique<AttentionKernel>(g, k, *a, why_not);
+  if (!kernel->built()) return nullptr;
+  return kernel;
+}
+
+}  // namespace korch::cpu
