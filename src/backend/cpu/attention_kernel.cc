@@ -6,6 +6,8 @@
 // computes the same expression as the primitives, in a different order only inside the GEMMs.
 // GEMMs: oneDNN's dnnl_sgemm, single-threaded inside the kernel's OpenMP loop over
 // (batch entry, row block). Schedule variants: the score buffer's budget per thread.
+// Also compile_library_kernel, the dispatch korch and exported packages share for kernels with
+// Linear primitives.
 #include <dnnl.h>
 #include <omp.h>
 
@@ -330,6 +332,15 @@ std::unique_ptr<CompiledKernel> compile_attention_kernel(const PrimGraph& g, con
   auto kernel = std::make_unique<AttentionKernel>(g, k, *a, why_not);
   if (!kernel->built()) return nullptr;
   return kernel;
+}
+
+std::unique_ptr<CompiledKernel> compile_library_kernel(const PrimGraph& g, const Kernel& k, std::string* why_not) {
+  if (k.num_linear == 2) return compile_attention_kernel(g, k, why_not);
+  if (k.num_linear > 2) {
+    if (why_not) *why_not = "more than two Linear primitives";
+    return nullptr;
+  }
+  return compile_onednn_kernel(g, k, why_not);
 }
 
 }  // namespace korch::cpu

@@ -137,15 +137,6 @@ std::unique_ptr<Backend> make_cpu_backend(const BackendOptions& options) {
   return std::make_unique<CpuBackend>(options);
 }
 
-std::unique_ptr<CompiledKernel> compile_library_kernel(const PrimGraph& g, const Kernel& k, std::string* why_not) {
-  if (k.num_linear == 2) return compile_attention_kernel(g, k, why_not);
-  if (k.num_linear > 2) {
-    if (why_not) *why_not = "more than two Linear primitives";
-    return nullptr;
-  }
-  return compile_onednn_kernel(g, k, why_not);
-}
-
 std::unique_ptr<CompiledKernel> compile_kernel(const PrimGraph& g, const Kernel& k, std::string* why_not) {
   if (k.num_linear >= 1) return compile_library_kernel(g, k, why_not);
   return compile_halide_kernel(g, k, why_not);

@@ -27,8 +27,8 @@ Mode mode() {
 // The links of one plan, decided step by step (link_layouts).
 class Linker {
  public:
-  Linker(const PrimGraph& g, const std::vector<Kernel>& kernels,
-         const std::vector<CompiledKernel*>& compiled, Mode mode)
+  Linker(const PrimGraph& g, const std::vector<Kernel>& kernels, const std::vector<CompiledKernel*>& compiled,
+         Mode mode)
       : g_(g), kernels_(kernels), compiled_(compiled), mode_(mode) {
     links_.linked.assign(g.num_tensors(), 0);
     links_.bytes.assign(g.num_tensors(), 0);
@@ -249,8 +249,7 @@ bool halide_layout_links_enabled() {
 }
 
 LayoutLinks link_layouts(const PrimGraph& g, const std::vector<Kernel>& kernels,
-                         const std::vector<CompiledKernel*>& compiled,
-                         const std::function<bool(int)>& verify_strided) {
+                         const std::vector<CompiledKernel*>& compiled, const std::function<bool(int)>& verify_strided) {
   KORCH_CHECK(kernels.size() == compiled.size(), "link_layouts: ", kernels.size(), " kernels but ", compiled.size(),
               " compiled ones");
   Mode m = mode();

@@ -155,11 +155,18 @@ class CpuPackageCompiler : public AheadOfTimeCompiler {
   PackageRuntime package_runtime() const override {
     PackageRuntime r;
     r.headers = {"backend/cpu/compiled_kernel.h", "backend/cpu/layout_link.h", "backend/cpu/onednn_internal.h",
-                 "backend/cpu/stream_store.h", "plan/attention_pattern.h"};
-    r.sources = {"backend/cpu/reference_kernel.cc", "backend/cpu/onednn_layout.cc",  "backend/cpu/onednn_post_ops.cc",
-                 "backend/cpu/onednn_analysis.cc",  "backend/cpu/onednn_builder.cc", "backend/cpu/onednn_kernel.cc",
-                 "backend/cpu/layout_link.cc",      "backend/cpu/stream_store.cc",   "backend/cpu/attention_kernel.cc",
-                 "plan/attention_pattern.cc"};
+                 "backend/cpu/stream_store.h",    "plan/attention_pattern.h",  "ir/strided_view.h"};
+    r.sources = {"backend/cpu/reference_kernel.cc",
+                 "backend/cpu/onednn_layout.cc",
+                 "backend/cpu/onednn_post_ops.cc",
+                 "backend/cpu/onednn_analysis.cc",
+                 "backend/cpu/onednn_builder.cc",
+                 "backend/cpu/onednn_kernel.cc",
+                 "backend/cpu/layout_link.cc",
+                 "backend/cpu/stream_store.cc",
+                 "backend/cpu/attention_kernel.cc",
+                 "plan/attention_pattern.cc",
+                 "ir/strided_view.cc"};
     r.files = {{KORCH_HALIDE_RUNTIME_HEADER, "runtime/HalideRuntime.h"}};
     r.find_packages = {"dnnl", "OpenMP"};
     r.link_targets = {"DNNL::dnnl", "OpenMP::OpenMP_CXX"};
