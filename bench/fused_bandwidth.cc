@@ -7,7 +7,6 @@
 // Usage: korch_fused_bandwidth [--threads 2] [--rounds 15] [--verbose] [--only TEXT] [--scale N]
 //   --verbose: every variant's time; --only: just the kernels whose name contains TEXT;
 //   --scale: the batch scale (default: the smallest that moves 2x the last-level cache)
-#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <iomanip>
@@ -17,6 +16,7 @@
 #include "backend/cpu/calibrate.h"
 #include "backend/cpu/compiled_kernel.h"
 #include "backend/cpu/stream_store.h"
+#include "bench_kernels.h"
 #include "cost/analytic.h"
 #include "cost/profiler.h"
 #include "plan/kernel.h"
@@ -109,39 +109,24 @@ int main_impl(int threads, int rounds, bool verbose, const std::string& only, in
             << "of triad  schedule\n";
   for (BenchKernel& b : kernels(scale)) {
     if (b.name.find(only) == std::string::npos) continue;
-    std::vector<PrimId> all;
-    for (PrimId p = 0; p < b.g.num_prims(); ++p) all.push_back(p);
-    Kernel k = make_kernel(b.g, all);
-    std::vector<TensorData> inputs = random_kernel_inputs(b.g, k, 1);
-    std::vector<const void*> ptrs;
-    for (const TensorData& t : inputs) ptrs.push_back(t.raw());
-    TensorData out(b.g.tensor(k.output).dtype, b.g.tensor(k.output).shape);
     // Every schedule variant, each timed in every round (right after that round's triad); the
     // variant with the lowest median is reported (profiling likewise keeps the fastest).
-    std::vector<std::unique_ptr<cpu::CompiledKernel>> variants;
-    std::string why;
-    for (int v = 0; v < cpu::schedule_variants(b.g, k); ++v) {
-      k.schedule = v;
-      if (auto c = cpu::compile_kernel(b.g, k, &why)) {
-        c->run(ptrs, out.raw());  // warm-up
-        variants.push_back(std::move(c));
-      } else if (verbose) {
-        std::cout << "  " << b.name << ", variant " << v << ": not generated (" << why << ")\n";
-      }
-    }
-    if (variants.empty()) {
-      std::cout << b.name << ": not generated (" << (why.empty() ? "no schedule variant" : why) << ")\n";
+    bench::KernelVariants kv = bench::compile_variants(b.g, /*verify=*/false);
+    if (verbose)
+      for (const std::string& why : kv.left_out) std::cout << "  " << b.name << ", " << why << "\n";
+    if (kv.compiled.empty()) {
+      std::cout << b.name << ": not generated (" << (kv.left_out.empty() ? "no schedule variant" : kv.left_out.back())
+                << ")\n";
       continue;
     }
-    double bytes = kernel_work(b.g, k).bytes;
+    auto& variants = kv.compiled;
+    double bytes = kernel_work(b.g, kv.kernel).bytes;
     std::vector<std::vector<double>> kernel_s(variants.size()), fraction(variants.size());
     std::vector<double> triad_gbs;
     for (int r = 0; r < rounds; ++r)
       for (size_t v = 0; v < variants.size(); ++v) {
         double t = triad.run_seconds();
-        auto t0 = std::chrono::steady_clock::now();
-        variants[v]->run(ptrs, out.raw());
-        double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        double s = kv.run_seconds(v);
         kernel_s[v].push_back(s);
         triad_gbs.push_back(TriadBenchmark::bytes_per_run() / t / 1e9);
         fraction[v].push_back(bytes / s / 1e9 / triad_gbs.back());

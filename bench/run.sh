@@ -1,13 +1,13 @@
 #!/bin/bash
-# One-command benchmark: korch vs ONNX Runtime vs PyTorch eager vs torch.compile on the Korch
-# paper's models (see bench/README.md).
+# One-command benchmark: korch vs ONNX Runtime, OpenVINO, PyTorch eager and torch.compile on the
+# Korch paper's models and torchvision's (see bench/README.md).
 #
 #   bench/run.sh [--quick] [--models a,b] [--threads 2] [--rounds N] [other run_benchmarks.py options]
 #
 # Sets up what is missing (Python packages into `python3`, build/korch via scripts/build.sh),
 # exports the models that have no case directory yet (run_benchmarks.py calls
-# models/paper/export_paper_models.py for each, so one failing export does not stop the
-# others), then runs bench/run_benchmarks.py, which writes docs/benchmarks.{json,md,png}
+# models/paper/export_paper_models.py or models/export_torchvision.py for each, so one failing
+# export does not stop the others), then runs bench/run_benchmarks.py, which writes docs/benchmarks.{json,md,png}
 # (with --quick: build/bench/quick/benchmarks.{json,md,png}).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,7 +16,7 @@ PY=${PYTHON:-python3}
 # ---- Python packages the harness and the model builders need
 need=()
 for spec in onnxruntime:onnxruntime torch:torch transformers:transformers timm:timm \
-            matplotlib:matplotlib onnx:onnx numpy:numpy torchvision:torchvision; do
+            matplotlib:matplotlib onnx:onnx numpy:numpy torchvision:torchvision openvino:openvino; do
   mod=${spec%%:*}; pkg=${spec#*:}
   "$PY" -c "import $mod" 2>/dev/null || need+=("$pkg")
 done

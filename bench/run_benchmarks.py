@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""korch vs ONNX Runtime vs PyTorch (eager, torch.compile) on the Korch paper's models.
+"""korch vs ONNX Runtime, OpenVINO and PyTorch (eager, torch.compile) on the Korch paper's models and more.
 
 Usage (normally through bench/run.sh, which installs what is missing first):
 
@@ -7,8 +7,9 @@ Usage (normally through bench/run.sh, which installs what is missing first):
         [--cases DIR] [--work DIR] [--out-dir DIR] [--korch build/korch] [--merge]
     python3 bench/run_benchmarks.py --render-only [--out-dir DIR]   # docs from the JSON again
 
-For every model (export_paper_models.py's seven; --quick: their tiny variants), at one
-intra-op thread count T for every engine:
+For every model (export_paper_models.py's seven, and ViT-B/16, MobileNetV3-large, ConvNeXt-T,
+EfficientNet-B0 and a BERT-sized TransformerEncoder from models/export_torchvision.py; --quick:
+their tiny variants), at one intra-op thread count T for every engine:
 
  1. korch's optimisation cost: `korch optimize --cost measured` with a fresh profile cache
     (cold), then again with the same cache (warm); candidates / measured kernels / dropped /
@@ -16,11 +17,12 @@ intra-op thread count T for every engine:
  2. engines, each a persistent peer process that runs the model once per line on its stdin
     and prints the elapsed milliseconds (timed inside the peer, pipe latency excluded):
     korch (the optimal plan), korch-greedy (korch's greedy-fusion plan, DIR/greedy.json),
-    ONNX Runtime (CPU EP), PyTorch eager, torch.compile (inductor, CPU), and for the models of
+    ONNX Runtime (CPU EP), OpenVINO (CPU plugin, f32, LATENCY hint, INFERENCE_NUM_THREADS = T),
+    PyTorch eager, torch.compile (inductor, CPU), and for the models of
     --export-models korch-export (the same korch plan as a `korch export` package, driven by
     examples/c_consumer --serve).
- 3. warm-up runs, then R interleaved rounds (one run of every engine per round, a busy-waited
-    --gap-ms between runs); median and p10/p90. R is lowered for slow models so that the timed
+ 3. warm-up runs, then R interleaved rounds (every engine runs --block times in a row per round,
+    a busy-waited --gap-ms after each block); median and p10/p90. R is lowered for slow models so that the timed
     rounds of one model take about --round-budget-s seconds.
  4. output check: korch's outputs (`korch run --output`) against ORT's and PyTorch's, ORT's
     against PyTorch's: pass if |a-b| <= 1e-3 + 1e-3|b| elementwise (ONNX Runtime's own
@@ -37,7 +39,7 @@ the inputs to the device and of the outputs back; ONNX Runtime (a CPU engine her
 exported package (CPU only) are left out. --optimize-budget bounds korch's profiling there.
 
 The same file is also the Python engines' peer program:
-    run_benchmarks.py --peer ort|eager|compile --case-dir D --model NAME [--tiny] --threads T
+    run_benchmarks.py --peer ort|openvino|eager|compile --case-dir D --model NAME [--tiny] --threads T
         [--device cuda] [--tf32]
 """
 import argparse
@@ -60,11 +62,27 @@ import traceback
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXPORTER = os.path.join(REPO, "models", "paper", "export_paper_models.py")
-ALL_MODELS = ["candy", "segformer_b0", "efficientvit_b1", "yolox_nano", "yolov4", "bert_base", "resnet50"]
+TORCHVISION_EXPORTER = os.path.join(REPO, "models", "export_torchvision.py")
+PAPER_MODELS = ["candy", "segformer_b0", "efficientvit_b1", "yolox_nano", "yolov4", "bert_base", "resnet50"]
+# Models beyond the paper's, exported by models/export_torchvision.py (random weights, nothing downloaded):
+# model -> (its NAME there and options at full size, the same for --quick: the same op mix, small).
+# transformer_encoder is BERT-sized: BERT-base's widths (768, 12 heads, FFN 3072, 128 tokens), 2 layers.
+TORCHVISION_MODELS = {
+    "vit_b_16": (("vit_b_16", []), ("tiny_vit", ["--size", "32"])),
+    "mobilenet_v3_large": (("mobilenet_v3_large", []), ("mobilenet_v3_large", ["--size", "32"])),
+    "convnext_tiny": (("convnext_tiny", []), ("convnext_tiny", ["--size", "32"])),
+    "efficientnet_b0": (("efficientnet_b0", []), ("efficientnet_b0", ["--size", "32"])),
+    "transformer_encoder": (
+        ("transformer_encoder", ["--layers", "2", "--d-model", "768", "--heads", "12", "--ff", "3072", "--seq", "128"]),
+        ("transformer_encoder", ["--layers", "1", "--d-model", "64", "--heads", "4", "--ff", "128", "--seq", "16"])),
+}
+ALL_MODELS = PAPER_MODELS + list(TORCHVISION_MODELS)
 # The five models of the Korch paper's evaluation (BERT-base and ResNet-50 are extra here).
 PAPER_FIVE = ["candy", "segformer_b0", "efficientvit_b1", "yolox_nano", "yolov4"]
-ENGINES = ["korch", "korch-greedy", "ort", "torch-eager", "torch-compile", "korch-export"]
-ENGINE_LABEL = {"korch": "korch", "korch-greedy": "korch greedy plan", "ort": "ONNX Runtime",
+ENGINES = ["korch", "korch-greedy", "ort", "openvino", "torch-eager", "torch-compile", "korch-export"]
+# The engines korch is compared with, in the report's order.
+PEER_ENGINES = ["korch-greedy", "ort", "openvino", "torch-eager", "torch-compile"]
+ENGINE_LABEL = {"korch": "korch", "korch-greedy": "korch greedy plan", "ort": "ONNX Runtime", "openvino": "OpenVINO",
                 "korch-export": "korch exported library",
                 "torch-eager": "PyTorch eager", "torch-compile": "torch.compile"}
 PEERS = ["korch", "korch-greedy"]  # peers that are C++ processes; the rest are Python peers
@@ -78,6 +96,39 @@ DEFAULT_EXPORT_MODELS = "resnet50,bert_base"
 # ORT and PyTorch disagree with each other, and with float64, beyond 1e-4 on YOLOX and YOLOv4.
 ATOL, RTOL = 1e-3, 1e-3
 SPEEDUP_TARGET = 1.15
+GEOMEAN_VS_ORT_TARGET = 1.3  # issue 25: over every model in the report
+
+
+def export_argv(name, quick, case_dir, cases_dir):
+    """The command that exports a model's case (export_paper_models.py or export_torchvision.py)."""
+    if name in TORCHVISION_MODELS:
+        tv_name, options = TORCHVISION_MODELS[name][1 if quick else 0]
+        return [sys.executable, TORCHVISION_EXPORTER, tv_name, case_dir] + options
+    return [sys.executable, EXPORTER, cases_dir, "--only", name] + (["--tiny"] if quick else [])
+
+
+def build_torch_module(name, tiny, case_inputs):
+    """The PyTorch module exactly as the exporter built it (same builder, seed and make_testable
+    calibration), so that it has model.onnx's weights: (module, input names, output flattener)."""
+    import torch
+    sys.path.insert(0, os.path.dirname(EXPORTER))
+    import export_paper_models as epm  # noqa: E402
+    if name in TORCHVISION_MODELS:
+        sys.path.insert(0, os.path.dirname(TORCHVISION_EXPORTER))
+        import export_torchvision as etv  # noqa: E402
+        tv_name, options = TORCHVISION_MODELS[name][1 if tiny else 0]
+        a = etv.parse_args([tv_name, "unused"] + options)
+        torch.manual_seed(a.seed)
+        model = etv.MODELS[tv_name][0](a).eval()
+        cgen = torch.Generator().manual_seed(a.seed + 1)
+        etv.make_testable(model, lambda: etv.make_input(a, cgen, batch=4))
+        return model.eval(), [case_inputs[0][0]], epm._flatten
+    torch.manual_seed(epm.SEED)
+    model, make_inputs, in_names, _ = epm.MODELS[name](tiny)
+    model.eval()
+    cgen = torch.Generator().manual_seed(epm.SEED + 1)
+    epm.make_testable(model, lambda: make_inputs(cgen, batch=4 if tiny else 2))
+    return model.eval(), in_names, epm._flatten
 
 
 def log(*a):
@@ -125,6 +176,22 @@ def _peer_main(args):
                 return sess.run(out_names, feed)
             outs = run()
             info["version"] = rt.__version__
+        elif args.peer == "openvino":
+            import openvino as ov
+            core = ov.Core()
+            config = {"PERFORMANCE_HINT": "LATENCY", "INFERENCE_NUM_THREADS": T, "INFERENCE_PRECISION_HINT": "f32"}
+            t0 = time.perf_counter()
+            compiled = core.compile_model(os.path.join(args.case_dir, "model.onnx"), "CPU", config)
+            request = compiled.create_infer_request()
+            info["setup_s"] = time.perf_counter() - t0
+            info["config"] = {k: str(compiled.get_property(k)) for k in config}
+            feed = {n: a for n, a in inputs}
+
+            def run():
+                request.infer(feed)
+                return [request.get_output_tensor(i).data.copy() for i in range(len(compiled.outputs))]
+            outs = run()
+            info["version"] = ov.__version__
         else:
             import torch
             torch.set_num_threads(T)
@@ -136,24 +203,17 @@ def _peer_main(args):
                 torch.set_num_interop_threads(1)
             except RuntimeError:
                 pass
-            sys.path.insert(0, os.path.dirname(EXPORTER))
-            import export_paper_models as epm  # noqa: E402
             import warnings
             warnings.filterwarnings("ignore")
             t0 = time.perf_counter()
-            # Rebuild the module exactly as export_one() did, so that the weights are the ones
-            # in model.onnx (checked below against the case's reference outputs).
-            torch.manual_seed(epm.SEED)
-            model, make_inputs, in_names, out_names = epm.MODELS[args.model](args.tiny)
-            model.eval()
-            cgen = torch.Generator().manual_seed(epm.SEED + 1)
-            epm.make_testable(model, lambda: make_inputs(cgen, batch=4 if args.tiny else 2))
-            model.eval()
+            # Rebuild the module exactly as the exporter did, so that the weights are the ones in
+            # model.onnx (checked below against the case's reference outputs).
+            model, in_names, flatten = build_torch_module(args.model, args.tiny, inputs)
             by_name = dict(inputs)
             tin = [torch.from_numpy(np.ascontiguousarray(by_name[n])) for n in in_names]
             info["setup_s"] = time.perf_counter() - t0
             if args.peer == "eager" and args.write_outputs:  # on the CPU, before the model moves
-                info.update(write_float64_outputs(model, tin, epm, args.write_outputs))
+                info.update(write_float64_outputs(model, tin, flatten, args.write_outputs))
             if cuda:
                 model.to("cuda")
                 info["device"] = torch.cuda.get_device_name()
@@ -162,7 +222,7 @@ def _peer_main(args):
             def run():
                 # inputs from the host and outputs back to it, as `korch run --serve` does
                 with torch.inference_mode() if args.peer == "eager" else torch.no_grad():
-                    outs = epm._flatten(engine(*[t.to("cuda") for t in tin] if cuda else tin))
+                    outs = flatten(engine(*[t.to("cuda") for t in tin] if cuda else tin))
                     return [o.detach().cpu().numpy() for o in outs]
             t0 = time.perf_counter()
             outs = run()
@@ -199,7 +259,7 @@ def _peer_main(args):
 # ==========================================================================================
 # Output comparison
 # ==========================================================================================
-def write_float64_outputs(model, tin, epm, out_dir):
+def write_float64_outputs(model, tin, flatten, out_dir):
     """The model evaluated in float64 (a copy of its weights, float inputs widened), written as
     output_fp64_K.npy: the reference that every fp32 engine's error is measured against."""
     import copy
@@ -210,7 +270,7 @@ def write_float64_outputs(model, tin, epm, out_dir):
         m64 = copy.deepcopy(model).double()
         t64 = [t.double() if t.is_floating_point() else t for t in tin]
         with torch.inference_mode():
-            outs = [o.double().numpy() for o in epm._flatten(m64(*t64))]
+            outs = [o.double().numpy() for o in flatten(m64(*t64))]
     except Exception as e:  # noqa: B902  a model that cannot run in float64 only loses this check
         return {"fp64_error": "%s: %s" % (type(e).__name__, (str(e).strip().splitlines() or [""])[0][:200])}
     os.makedirs(out_dir, exist_ok=True)
@@ -561,7 +621,7 @@ def ensure_case(args, name, case, case_dir, res):
         res["export"] = {"status": "existing"}
         return True
     log(name, ": exporting to", case_dir)
-    argv = [sys.executable, EXPORTER, args.cases, "--only", name] + (["--tiny"] if args.quick else [])
+    argv = export_argv(name, args.quick, case_dir, args.cases)
     rc, out, err, secs = run_cmd(argv, args.export_timeout,
                                  log_path=os.path.join(args.work, case, "export.log"))
     if rc != 0 or not os.path.exists(os.path.join(case_dir, "model.onnx")):
@@ -795,7 +855,7 @@ def bench_model(args, name, korch_bin):
                 korch_device_flags(args)
             env = korch_env(args)
         else:
-            kind = {"ort": "ort", "torch-eager": "eager", "torch-compile": "compile"}[e]
+            kind = {"ort": "ort", "openvino": "openvino", "torch-eager": "eager", "torch-compile": "compile"}[e]
             argv = [sys.executable, os.path.abspath(__file__), "--peer", kind, "--case-dir", case_dir,
                     "--model", name, "--threads", T]
             if args.quick:
@@ -818,33 +878,33 @@ def bench_model(args, name, korch_bin):
             continue
         peers[e] = p
         eng[e]["start_s"] = round(p.start_s, 2)
-        for k in ("compile_s", "setup_s", "vs_case_reference", "version"):
+        for k in ("compile_s", "setup_s", "vs_case_reference", "version", "config"):
             if k in p.info:
                 eng[e][k] = p.info[k]
 
-    # ---- 3. warm-up, then interleaved rounds
+    # ---- 3. warm-up, then interleaved rounds, each engine running a block of --block runs in a row
     times = {e: [] for e in peers}
     warm = {e: [] for e in peers}
 
-    def one(e, timeout):
+    def block(e, runs, timeout):
+        """`runs` runs of engine e in a row, then the busy-waited gap: an engine's thread pool
+        spinning after its runs disturbs at most the first run of the next engine's block."""
+        ts = []
         try:
-            t = peers[e].run_once(timeout)
-            if args.gap_ms:
-                busy_wait(args.gap_ms / 1e3)
-            return t
+            for _ in range(runs):
+                ts.append(peers[e].run_once(timeout))
         except PeerError as ex:
             eng[e]["error"] = "failed during runs: %s" % ex
             res["failures"].append("%s: %s" % (e, ex))
             peers.pop(e).close()
-            return None
+        if args.gap_ms:
+            busy_wait(args.gap_ms / 1e3)
+        return ts
 
-    for w in range(args.warmup):
-        for e in list(peers):
-            t = one(e, args.run_timeout)
-            if t is not None:
-                warm[e].append(t)
+    for e in list(peers):
+        warm[e] = block(e, args.warmup, args.run_timeout)
     est = {e: (statistics.median(warm[e][1:]) if len(warm[e]) > 1 else (warm[e] or [0])[0]) for e in peers}
-    round_s = sum(est.values()) / 1e3 + len(peers) * args.gap_ms / 1e3
+    round_s = args.block * sum(est.values()) / 1e3 + len(peers) * args.gap_ms / 1e3
     rounds = args.rounds
     if round_s > 0 and rounds * round_s > args.round_budget_s:
         rounds = max(args.min_rounds, min(rounds, int(args.round_budget_s / round_s)))
@@ -853,15 +913,14 @@ def bench_model(args, name, korch_bin):
         # single runs of ~10 ms vary by several percent on a shared machine.
         rounds = max(rounds, min(args.max_rounds, int(args.fast_budget_s / round_s)))
     res["rounds"] = rounds
+    res["block"] = args.block
     res["warmup"] = args.warmup
     res["estimated_round_s"] = round(round_s, 3)
     log(name, ": %d rounds (estimated %.2f s each)" % (rounds, round_s))
     window = CpuWindow([pid for p in peers.values() for pid in p.pids()])
     for r in range(rounds):
         for e in list(peers):
-            t = one(e, max(30.0, 20 * est.get(e, 1000) / 1e3))
-            if t is not None:
-                times[e].append(t)
+            times[e] += block(e, args.block, max(30.0, 20 * est.get(e, 1000) / 1e3))
     res["cpu_during_rounds"] = window.stop()
     for e, p in list(peers.items()):
         p.close()
@@ -883,12 +942,13 @@ def bench_model(args, name, korch_bin):
             return [np.load(os.path.join(d, pattern % i)) for i in range(len(out_names))]
         except OSError:
             return None
-    ort_outs, torch_outs = load_npy("ort"), load_npy("torch-eager")
+    ort_outs, ov_outs, torch_outs = load_npy("ort"), load_npy("openvino"), load_npy("torch-eager")
     fp64_outs = load_npy("torch-eager", "output_fp64_%d.npy")
     checks = {}
     for key, a, b in (("korch_vs_ort", korch_outs, ort_outs), ("korch_vs_torch", korch_outs, torch_outs),
-                      ("ort_vs_torch", ort_outs, torch_outs), ("korch_vs_fp64", korch_outs, fp64_outs),
-                      ("ort_vs_fp64", ort_outs, fp64_outs), ("torch_vs_fp64", torch_outs, fp64_outs)):
+                      ("ort_vs_torch", ort_outs, torch_outs), ("korch_vs_openvino", korch_outs, ov_outs),
+                      ("korch_vs_fp64", korch_outs, fp64_outs), ("ort_vs_fp64", ort_outs, fp64_outs),
+                      ("openvino_vs_fp64", ov_outs, fp64_outs), ("torch_vs_fp64", torch_outs, fp64_outs)):
         if a is None or b is None:
             checks[key] = {"pass": None, "error": "outputs missing"}
         else:
@@ -943,7 +1003,7 @@ def environment(args, korch_bin):
         env["korch_binary_sha256"] = hashlib.sha256(f.read()).hexdigest()[:16]
     env["korch_binary_mtime"] = datetime.datetime.fromtimestamp(st.st_mtime).isoformat(timespec="seconds")
     vers = {}
-    for pkg in ("onnxruntime", "torch", "transformers", "timm", "torchvision", "onnx", "numpy", "yolox"):
+    for pkg in ("onnxruntime", "openvino", "torch", "transformers", "timm", "torchvision", "onnx", "numpy", "yolox"):
         try:
             vers[pkg] = importlib.metadata.version(pkg)
         except importlib.metadata.PackageNotFoundError:
@@ -964,8 +1024,8 @@ def environment(args, korch_bin):
             pass
         env["tf32"] = args.tf32
     env["omp_wait_policy"] = ("PASSIVE (ORT allow_spinning=0)" if args.passive else
-                              "each engine's default (spinning; ORT allow_spinning=1), %g ms between runs (the harness "
-                              "busy-waits)" % args.gap_ms)
+                              "each engine's default (spinning; ORT allow_spinning=1), %g ms after each block of runs (the "
+                              "harness busy-waits)" % args.gap_ms)
     return env
 
 
@@ -995,9 +1055,21 @@ def summarize(data):
     gs = [m["speedup"]["korch-greedy"] for m in models if m.get("speedup", {}).get("korch-greedy")]
     s["geomean_vs_greedy"] = geomean(gs)
     s["geomean_vs_greedy_n"] = len(gs)
-    for e in ("ort", "torch-eager", "torch-compile"):
+    for e in ("ort", "openvino", "torch-eager", "torch-compile"):
         xs = [m["speedup"][e] for m in models if m.get("speedup", {}).get(e)]
         s["geomean_vs_" + e] = geomean(xs)
+        s["geomean_vs_%s_n" % e] = len(xs)
+    # korch >= the best of ORT and OpenVINO on every model measured (issue 25)
+    best = []
+    for m in models:
+        e = m.get("engines", {})
+        k = e.get("korch", {}).get("median_ms")
+        peers = [(e[x]["median_ms"], x) for x in ("ort", "openvino") if e.get(x, {}).get("median_ms")]
+        if k and peers:
+            o, x = min(peers)
+            best.append((m["case"], k <= o, "korch %s ms vs %s %s ms (%.2fx)" % (fmt_ms(k), ENGINE_LABEL[x], fmt_ms(o),
+                                                                               o / k)))
+    s["target_best_cpu_peer"] = best
     # target 1: korch <= the peer on each of the five paper models (ORT on the CPU, torch.compile on a GPU)
     peer = "torch-compile" if data["environment"].get("device") == "cuda" else "ort"
     s["target_peer"] = peer
@@ -1029,8 +1101,9 @@ def write_png(data, path):
     if not models:
         return False
     failed = [m for m in allm if m not in models]
-    peers = ["korch-greedy", "ort", "torch-eager", "torch-compile"]
-    colors = {"korch-greedy": "#6baed6", "ort": "#fd8d3c", "torch-eager": "#74c476", "torch-compile": "#9e9ac8"}
+    peers = PEER_ENGINES
+    colors = {"korch-greedy": "#6baed6", "ort": "#fd8d3c", "openvino": "#e7298a", "torch-eager": "#74c476",
+              "torch-compile": "#9e9ac8"}
     names = [m["case"] for m in models] + ["geomean"] + [m["case"] for m in failed]
     fig, ax = plt.subplots(figsize=(max(6.5, 1.25 * len(names) + 2.5), 4.4))
     width = 0.8 / len(peers)
@@ -1141,8 +1214,8 @@ def write_md(data, path, png_name):
     L = []
     w = L.append
     gpu = env.get("device") == "cuda"
-    w("# korch vs %s on the Korch paper's models%s" % (
-        "PyTorch eager and torch.compile on an NVIDIA GPU" if gpu else "ONNX Runtime vs PyTorch",
+    w("# korch vs %s on the Korch paper's models and torchvision's%s" % (
+        "PyTorch eager and torch.compile on an NVIDIA GPU" if gpu else "ONNX Runtime, OpenVINO and PyTorch",
         " (quick: tiny variants)" if env["quick"] else ""))
     w("")
     w("Generated by `bench/run.sh` / `bench/run_benchmarks.py` on %s; every number below comes from "
@@ -1160,13 +1233,15 @@ def write_md(data, path, png_name):
           % (env.get("gpu"), "on" if env.get("tf32") else "off"))
         w("| CUDA libraries | PyTorch's CUDA %s, cuDNN %s |" % (env["versions"].get("torch_cuda"),
                                                             env["versions"].get("cudnn")))
-    w("| threads | %d intra-op threads for every engine (ORT inter-op 1, sequential; torch interop 1); "
+    w("| threads | %d intra-op threads for every engine (ORT inter-op 1, sequential; OpenVINO CPU plugin, f32, "
+      "PERFORMANCE_HINT LATENCY, INFERENCE_NUM_THREADS = threads; torch interop 1); "
       "OpenMP wait policy %s |" % (env["threads"], env["omp_wait_policy"]))
     w("| korch | commit %s, binary sha256 %s (built %s) |" % (env["korch_commit"], env["korch_binary_sha256"],
                                                            env["korch_binary_mtime"]))
     v = env["versions"]
-    w("| libraries | onnxruntime %s, torch %s, transformers %s, timm %s, torchvision %s, yolox %s, onnx %s, numpy %s |"
-      % (v["onnxruntime"], v["torch"], v["transformers"], v["timm"], v["torchvision"], v["yolox"], v["onnx"], v["numpy"]))
+    w("| libraries | onnxruntime %s, openvino %s, torch %s, transformers %s, timm %s, torchvision %s, yolox %s, onnx %s, "
+      "numpy %s |" % (v["onnxruntime"], v.get("openvino", "-"), v["torch"], v["transformers"], v["timm"],
+                      v["torchvision"], v["yolox"], v["onnx"], v["numpy"]))
     w("| korch backends | Halide: %s; oneDNN: %s; CBC: %s |" % (v["Halide"], v["oneDNN"], v["CBC"]))
     w("| Python | %s |" % env["python"])
     w("| load average (1/5/15 min) | before this run: %s; after: %s |" % (
@@ -1207,8 +1282,19 @@ def write_md(data, path, png_name):
     else:
         w("- korch >= %.2fx faster than its own greedy plan (geomean): %s — geomean %.3fx over %d model(s)%s"
           % (SPEEDUP_TARGET, "**met**" if g >= SPEEDUP_TARGET else "**not met**", g, s["geomean_vs_greedy_n"],
-             " (only %d of 7)" % s["geomean_vs_greedy_n"] if s["geomean_vs_greedy_n"] < 7 else ""))
-    for e in ("ort", "torch-eager", "torch-compile"):
+             " (only %d of %d)" % (s["geomean_vs_greedy_n"], len(ALL_MODELS))
+             if s["geomean_vs_greedy_n"] < len(ALL_MODELS) else ""))
+    if s["target_best_cpu_peer"]:
+        t = s["target_best_cpu_peer"]
+        w("- korch <= the faster of ONNX Runtime and OpenVINO on every model measured: %s" % (
+            "**met**" if all(x[1] for x in t) else "**not met**"))
+        for n, ok, txt in t:
+            w("  - %s: %s — %s" % (n, "met" if ok else "not met", txt))
+    if s["geomean_vs_ort"] and not gpu:
+        w("- geomean speedup of korch vs ONNX Runtime over all %d models measured >= %.1fx: %s (%.3fx)" % (
+            s["geomean_vs_ort_n"], GEOMEAN_VS_ORT_TARGET,
+            "**met**" if s["geomean_vs_ort"] >= GEOMEAN_VS_ORT_TARGET else "**not met**", s["geomean_vs_ort"]))
+    for e in ("ort", "openvino", "torch-eager", "torch-compile"):
         if s["geomean_vs_" + e]:
             w("- geomean speedup of korch vs %s: %.3fx%s" % (
                 ENGINE_LABEL[e], s["geomean_vs_" + e],
@@ -1232,14 +1318,18 @@ def write_md(data, path, png_name):
     # ---- summary table
     w("## Summary (median ms over the interleaved rounds)")
     w("")
-    w("| model | korch | korch greedy | ONNX Runtime | PyTorch eager | torch.compile | korch vs greedy | vs ORT | vs eager | vs compile | outputs korch vs ORT |")
-    w("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    w("Every round runs each engine %s times in a row (a block), with the harness's gap after each block; so "
+      "an engine's thread pool that keeps spinning after its runs (ORT's, OpenVINO's) disturbs at most the first "
+      "run of the next engine's block. Medians are over all timed runs of all rounds." % data["args"].get("block", 1))
+    w("")
+    w("| model | korch | korch greedy | ONNX Runtime | OpenVINO | PyTorch eager | torch.compile | korch vs greedy | vs ORT | vs OpenVINO | vs eager | vs compile | outputs korch vs ORT |")
+    w("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     for m in data["models"]:
         e = m.get("engines", {})
         sp = m.get("speedup", {})
         cells = [fmt_ms(e.get(x, {}).get("median_ms")) if e.get(x, {}).get("median_ms") else
                  ("failed" if "error" in e.get(x, {}) else "-") for x in ENGINES if x != "korch-export"]
-        spc = ["%.2fx" % sp[x] if sp.get(x) else "-" for x in ("korch-greedy", "ort", "torch-eager", "torch-compile")]
+        spc = ["%.2fx" % sp[x] if sp.get(x) else "-" for x in PEER_ENGINES]
         ck = m.get("checks", {}).get("korch_vs_ort")
         cc = "-"
         if ck and ck.get("pass") is not None:
@@ -1285,8 +1375,8 @@ def write_md(data, path, png_name):
         e = m.get("engines")
         if e:
             cpu = m.get("cpu_during_rounds", {})
-            w("%d warm-up runs, then %d interleaved rounds%s; CPU during the rounds: benchmark %.2f cores, "
-              "foreign %.2f cores (%s s)." % (m["warmup"], m["rounds"],
+            w("%d warm-up runs, then %d interleaved rounds of %d runs per engine%s; CPU during the rounds: "
+              "benchmark %.2f cores, foreign %.2f cores (%s s)." % (m["warmup"], m["rounds"], m.get("block", 1),
                                               " (lowered from %d for time)" % data["args"]["rounds"]
                                               if m["rounds"] < data["args"]["rounds"] else "",
                                               cpu.get("own_cores", 0), cpu.get("foreign_cores", 0), cpu.get("wall_s")))
@@ -1362,20 +1452,21 @@ def write_md(data, path, png_name):
         if c:
             w("Output check (|a-b| <= %g + %g|b|, b = the second engine named):" % (ATOL, RTOL))
             w("")
-            w("| korch vs ORT | korch vs PyTorch | ORT vs PyTorch |")
-            w("|---|---|---|")
-            w("| %s | %s | %s |" % (check_cell(c.get("korch_vs_ort")), check_cell(c.get("korch_vs_torch")),
-                                    check_cell(c.get("ort_vs_torch"))))
+            w("| korch vs ORT | korch vs PyTorch | ORT vs PyTorch | korch vs OpenVINO |")
+            w("|---|---|---|---|")
+            w("| %s | %s | %s | %s |" % (check_cell(c.get("korch_vs_ort")), check_cell(c.get("korch_vs_torch")),
+                                         check_cell(c.get("ort_vs_torch")), check_cell(c.get("korch_vs_openvino"))))
             w("")
-            if any(c.get(k, {}).get("pass") is not None for k in ("korch_vs_fp64", "ort_vs_fp64", "torch_vs_fp64")):
+            if any(c.get(k, {}).get("pass") is not None for k in ("korch_vs_fp64", "ort_vs_fp64", "openvino_vs_fp64",
+                                                                 "torch_vs_fp64")):
                 w("Error against the model evaluated in float64 (PyTorch, same weights and inputs): worst "
                   "|a-ref| / (%g + %g|ref|), then mean |a-ref| (of the output where it is largest); lower is "
                   "closer to the exact result:" % (ATOL, RTOL))
                 w("")
-                w("| korch | ONNX Runtime | PyTorch eager |")
-                w("|---|---|---|")
-                w("| %s | %s | %s |" % tuple(fp64_cell(c.get(k)) for k in ("korch_vs_fp64", "ort_vs_fp64",
-                                                                            "torch_vs_fp64")))
+                w("| korch | ONNX Runtime | OpenVINO | PyTorch eager |")
+                w("|---|---|---|---|")
+                w("| %s | %s | %s | %s |" % tuple(fp64_cell(c.get(k)) for k in ("korch_vs_fp64", "ort_vs_fp64",
+                                                                                 "openvino_vs_fp64", "torch_vs_fp64")))
                 w("")
             noisy = [k for k in ("korch_vs_ort", "korch_vs_torch") if fp32_noise(m, k)]
             if noisy:
@@ -1453,6 +1544,10 @@ def main(argv=None):
     ap.add_argument("--fast-budget-s", type=float, default=None,
                     help="seconds of timed rounds that fast models are raised to (default 30; quick 0: off)")
     ap.add_argument("--warmup", type=int, default=3, help="warm-up runs per engine (default 3)")
+    ap.add_argument("--block", type=int, default=3,
+                    help="runs of one engine in a row in every round (default 3, at least 3): ORT's and "
+                    "OpenVINO's worker threads keep spinning after a run, which disturbs only the next block's "
+                    "first run, not every run of the engine after them")
     ap.add_argument("--round-budget-s", type=float, default=None,
                     help="target seconds of timed rounds per model; rounds are lowered to fit (default 150)")
     ap.add_argument("--gap-ms", type=float, default=None,
@@ -1490,7 +1585,7 @@ def main(argv=None):
     ap.add_argument("--compile-timeout", type=float, default=None, help="seconds for torch.compile (default 1200)")
     ap.add_argument("--run-timeout", type=float, default=None, help="seconds for one run (default 600)")
     # peer mode
-    ap.add_argument("--peer", choices=["ort", "eager", "compile"], help=argparse.SUPPRESS)
+    ap.add_argument("--peer", choices=["ort", "openvino", "eager", "compile"], help=argparse.SUPPRESS)
     ap.add_argument("--case-dir", help=argparse.SUPPRESS)
     ap.add_argument("--model", help=argparse.SUPPRESS)
     ap.add_argument("--tiny", action="store_true", help=argparse.SUPPRESS)
@@ -1498,6 +1593,8 @@ def main(argv=None):
     args = ap.parse_args(argv)
     if args.peer:
         return _peer_main(args)
+    if args.block < 3:
+        ap.error("--block must be at least 3")
 
     q = args.quick
     args.cases = os.path.abspath(args.cases or os.path.join(REPO, "build", "bench", "cases"))
@@ -1541,7 +1638,8 @@ def main(argv=None):
     os.replace(korch_bin + ".tmp", korch_bin)
 
     cmd = "bench/run.sh" + (" --quick" if q else "") + (" --models " + args.models if args.models else "") + \
-        " --threads %d --rounds %d" % (args.threads, args.rounds) + (" --merge" if args.merge else "")
+        " --threads %d --rounds %d --block %d" % (args.threads, args.rounds, args.block) + \
+        (" --merge" if args.merge else "")
     if args.device == "cuda":
         cmd = "scripts/gpu_check.sh OUT_DIR (bench/run_benchmarks.py --device cuda%s%s)" % (
             " --models " + args.models if args.models else "",
