@@ -141,6 +141,7 @@ std::unique_ptr<CompiledKernel> compile_kernel(const PrimGraph& g, const Kernel&
     if (why_not) *why_not = "more than one Linear primitive";
     return nullptr;
   }
+  if (!has_kernel_dtypes(g, k, why_not)) return nullptr;
   if (k.num_linear == 1) return compile_onednn_kernel(g, k, why_not);
   return compile_halide_kernel(g, k, why_not);
 }
@@ -155,6 +156,7 @@ bool can_compile(const PrimGraph& g, const Kernel& k, std::string* why_not) {
     if (why_not) *why_not = "more than one Linear primitive";
     return false;
   }
+  if (!has_kernel_dtypes(g, k, why_not)) return false;
   return k.num_linear == 1 ? onednn_supports(g, k, why_not) : halide_supports(g, k, why_not);
 }
 
