@@ -331,8 +331,14 @@ const char* numpy_dtype_name(DType t) {
     case DType::I8: return "int8";
     case DType::U8: return "uint8";
     case DType::Bool: return "bool";
+    case DType::F16: return "float16";
+    case DType::I16: return "int16";
+    case DType::U16: return "uint16";
+    case DType::U32: return "uint32";
+    case DType::U64: return "uint64";
+    default: break;
   }
-  return "?";
+  fail("element type ", dtype_name(t), " has no numpy equivalent");
 }
 
 std::string describe(DType t, const Shape& s) {

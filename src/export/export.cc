@@ -25,14 +25,15 @@ namespace {
 // korch sources the package runtime compiles (relative to the source tree's src/), besides the
 // backend's (PackageRuntime).
 const char* const kRuntimeHeaders[] = {
-    "util/error.h",          "ir/dtype.h",    "ir/tensor_data.h",  "ir/primitive.h",   "ir/prim_graph.h",
-    "reference/reference.h", "plan/kernel.h", "backend/backend.h", "backend/timing.h", "runtime/arena.h",
+    "util/error.h",      "ir/dtype.h",       "ir/float_formats.h",    "ir/tensor_data.h",
+    "ir/primitive.h",    "ir/prim_graph.h",  "reference/reference.h", "plan/kernel.h",
+    "backend/backend.h", "backend/timing.h", "runtime/arena.h",
 };
 const char* const kRuntimeSources[] = {
-    "ir/dtype.cc",         "ir/tensor_data.cc",      "ir/primitive.cc",          "ir/prim_graph.cc",
-    "ir/infer.cc",         "reference/reference.cc", "reference/elementwise.cc", "reference/reduce.cc",
-    "reference/layout.cc", "reference/linear.cc",    "backend/backend.cc",       "backend/timing.cc",
-    "runtime/arena.cc",
+    "ir/dtype.cc",         "ir/float_formats.cc", "ir/tensor_data.cc",      "ir/primitive.cc",
+    "ir/prim_graph.cc",    "ir/infer.cc",         "reference/reference.cc", "reference/elementwise.cc",
+    "reference/reduce.cc", "reference/layout.cc", "reference/linear.cc",    "backend/backend.cc",
+    "backend/timing.cc",   "runtime/arena.cc",
 };
 
 void write_bytes(const fs::path& path, const void* data, size_t n) {

@@ -58,26 +58,33 @@ inline TensorId wrap_negative(FissionContext& c, TensorId idx, TensorId dim) {
   return c.emit(PrimOp::Where, {neg, c.binary(PrimOp::Add, idx, dim), idx});
 }
 
+// ONNX Cast / CastLike of x to `to`: a Copy when the types agree; float8 targets carry the node's
+// saturate attribute (default 1: out-of-range values clamp to the largest finite value).
+inline TensorId onnx_cast(FissionContext& c, TensorId x, DType to) {
+  if (c.dtype(x) == to) return c.unary(PrimOp::Copy, x);
+  bool float8 = to == DType::F8E4M3FN || to == DType::F8E4M3FNUZ || to == DType::F8E5M2 || to == DType::F8E5M2FNUZ;
+  Attrs attrs = Attrs().set("to", static_cast<int64_t>(to));
+  if (float8) attrs.set("saturate", c.attr_i("saturate", 1) != 0 ? int64_t{1} : int64_t{0});
+  return c.emit(PrimOp::Cast, {x}, attrs);
+}
+
+// bfloat16 keeps 8 significant bits. Where ONNX's reference rounds intermediate results in an
+// order korch's primitives do not reproduce (exp-based activations, softmax, attention), outputs
+// differ by a unit in the last place, beyond the node suite's tolerance: these rules refuse it.
+inline void refuse_bfloat16(FissionContext& c, TensorId x) {
+  if (c.dtype(x) == DType::BF16)
+    c.error("bfloat16 is not supported (the reference's intermediate roundings are not reproduced)");
+}
+
 // The most negative / positive value of a dtype, as a double (infinities for floats).
 inline double lowest_of(DType t) {
-  switch (t) {
-    case DType::I8: return -128;
-    case DType::U8:
-    case DType::Bool: return 0;
-    case DType::I32: return std::numeric_limits<int32_t>::min();
-    case DType::I64: return static_cast<double>(std::numeric_limits<int64_t>::min());
-    default: return -std::numeric_limits<double>::infinity();
-  }
+  return is_floating(t) ? -std::numeric_limits<double>::infinity() : static_cast<double>(integer_min(t));
 }
 inline double highest_of(DType t) {
-  switch (t) {
-    case DType::I8: return 127;
-    case DType::U8: return 255;
-    case DType::Bool: return 1;
-    case DType::I32: return std::numeric_limits<int32_t>::max();
-    case DType::I64: return 9.2233720368547748e18;  // the largest double below 2^63
-    default: return std::numeric_limits<double>::infinity();
-  }
+  if (is_floating(t)) return std::numeric_limits<double>::infinity();
+  if (t == DType::I64) return 9.2233720368547748e18;  // the largest double below 2^63
+  if (t == DType::U64) return 1.8446744073709550e19;  // the largest double below 2^64
+  return static_cast<double>(integer_max(t));
 }
 
 // ScatterND (input 0 data, 1 indices, 2 updates) with any reduction and run-time indices, by

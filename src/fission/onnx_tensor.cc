@@ -9,34 +9,56 @@
 
 namespace korch {
 
+namespace {
+
+// TensorProto.DataType values newer than the ONNX headers korch builds with (onnx.proto, IR 9+).
+constexpr int kFloat8E4M3FN = 17, kFloat8E4M3FNUZ = 18, kFloat8E5M2 = 19, kFloat8E5M2FNUZ = 20, kUint4 = 21, kInt4 = 22,
+              kFloat4E2M1 = 23, kUint2 = 25, kInt2 = 26;
+
+struct OnnxType {
+  int onnx;
+  DType dtype;
+};
+
+constexpr OnnxType kOnnxTypes[] = {
+    {onnx::TensorProto::FLOAT, DType::F32},
+    {onnx::TensorProto::DOUBLE, DType::F64},
+    {onnx::TensorProto::INT64, DType::I64},
+    {onnx::TensorProto::INT32, DType::I32},
+    {onnx::TensorProto::INT8, DType::I8},
+    {onnx::TensorProto::UINT8, DType::U8},
+    {onnx::TensorProto::BOOL, DType::Bool},
+    {onnx::TensorProto::FLOAT16, DType::F16},
+    {onnx::TensorProto::BFLOAT16, DType::BF16},
+    {onnx::TensorProto::INT16, DType::I16},
+    {onnx::TensorProto::UINT16, DType::U16},
+    {onnx::TensorProto::UINT32, DType::U32},
+    {onnx::TensorProto::UINT64, DType::U64},
+    {kFloat8E4M3FN, DType::F8E4M3FN},
+    {kFloat8E4M3FNUZ, DType::F8E4M3FNUZ},
+    {kFloat8E5M2, DType::F8E5M2},
+    {kFloat8E5M2FNUZ, DType::F8E5M2FNUZ},
+    {kInt4, DType::I4},
+    {kUint4, DType::U4},
+    {kInt2, DType::I2},
+    {kUint2, DType::U2},
+    {kFloat4E2M1, DType::F4E2M1},
+};
+
+}  // namespace
+
 DType dtype_from_onnx(int t, const std::string& what) {
-  switch (t) {
-    case onnx::TensorProto::FLOAT: return DType::F32;
-    case onnx::TensorProto::DOUBLE: return DType::F64;
-    case onnx::TensorProto::INT64: return DType::I64;
-    case onnx::TensorProto::INT32: return DType::I32;
-    case onnx::TensorProto::INT8: return DType::I8;
-    case onnx::TensorProto::UINT8: return DType::U8;
-    case onnx::TensorProto::BOOL: return DType::Bool;
-    default: break;
-  }
+  for (const OnnxType& o : kOnnxTypes)
+    if (o.onnx == t) return o.dtype;
   std::string name = onnx::TensorProto::DataType_IsValid(t)
                          ? onnx::TensorProto::DataType_Name(static_cast<onnx::TensorProto::DataType>(t))
                          : std::to_string(t);
-  fail(what, " has element type ", name,
-       ", which korch does not support (supported: float, double, int64, int32, int8, uint8, bool)");
+  fail(what, " has element type ", name, ", which korch does not support");
 }
 
 int dtype_to_onnx(DType t) {
-  switch (t) {
-    case DType::F32: return onnx::TensorProto::FLOAT;
-    case DType::F64: return onnx::TensorProto::DOUBLE;
-    case DType::I64: return onnx::TensorProto::INT64;
-    case DType::I32: return onnx::TensorProto::INT32;
-    case DType::I8: return onnx::TensorProto::INT8;
-    case DType::U8: return onnx::TensorProto::UINT8;
-    case DType::Bool: return onnx::TensorProto::BOOL;
-  }
+  for (const OnnxType& o : kOnnxTypes)
+    if (o.dtype == t) return o.onnx;
   return 0;
 }
 
@@ -75,6 +97,33 @@ std::string read_external(const onnx::TensorProto& proto, const std::string& bas
   return bytes;
 }
 
+// ONNX packs the sub-byte types low bits first: two 4-bit or four 2-bit elements per byte.
+int64_t file_bytes(DType dtype, int64_t n) { return (n * dtype_bits(dtype) + 7) / 8; }
+
+void unpack_into(TensorData& t, const unsigned char* packed) {
+  int bits = dtype_bits(t.dtype());
+  if (bits >= 8) {
+    if (t.byte_size()) std::memcpy(t.raw(), packed, t.byte_size());
+    return;
+  }
+  int per_byte = 8 / bits;
+  unsigned mask = (1u << bits) - 1;
+  uint8_t* out = t.data<uint8_t>();
+  for (int64_t i = 0; i < t.size(); ++i) out[i] = (packed[i / per_byte] >> (bits * (i % per_byte))) & mask;
+}
+
+std::string packed_bytes(const TensorData& t) {
+  int bits = dtype_bits(t.dtype());
+  if (bits >= 8) return std::string(static_cast<const char*>(t.raw()), t.byte_size());
+  std::string packed(file_bytes(t.dtype(), t.size()), '\0');
+  int per_byte = 8 / bits;
+  unsigned mask = (1u << bits) - 1;
+  const uint8_t* in = t.data<uint8_t>();
+  for (int64_t i = 0; i < t.size(); ++i)
+    packed[i / per_byte] = static_cast<char>(packed[i / per_byte] | ((in[i] & mask) << (bits * (i % per_byte))));
+  return packed;
+}
+
 }  // namespace
 
 TensorData tensor_from_proto(const onnx::TensorProto& proto, const std::string& base_dir, const std::string& what) {
@@ -83,12 +132,12 @@ TensorData tensor_from_proto(const onnx::TensorProto& proto, const std::string& 
   for (int64_t d : shape)
     if (d < 0) fail(what, " has a negative dimension");
   int64_t n = checked_num_elements(shape, dtype_size(dtype), what);
-  size_t bytes = static_cast<size_t>(n) * dtype_size(dtype);
+  size_t bytes = static_cast<size_t>(file_bytes(dtype, n));
   // Validate the payload size before allocating: a tiny file may declare a huge shape.
   if (proto.data_location() == onnx::TensorProto::EXTERNAL) {
     std::string raw = read_external(proto, base_dir, what, bytes);
     TensorData t(dtype, shape);
-    if (bytes) std::memcpy(t.raw(), raw.data(), bytes);
+    unpack_into(t, reinterpret_cast<const unsigned char*>(raw.data()));
     return t;
   }
   if (proto.has_raw_data()) {
@@ -96,31 +145,49 @@ TensorData tensor_from_proto(const onnx::TensorProto& proto, const std::string& 
       fail(what, ": raw_data has ", proto.raw_data().size(), " bytes, expected ", bytes, " for ", dtype_name(dtype),
            shape_str(shape));
     TensorData t(dtype, shape);
-    if (bytes) std::memcpy(t.raw(), proto.raw_data().data(), bytes);
+    unpack_into(t, reinterpret_cast<const unsigned char*>(proto.raw_data().data()));
     return t;
   }
-  auto check_count = [&](int count) {
-    if (count != n) fail(what, ": has ", count, " values, expected ", n, " for shape ", shape_str(shape));
+  auto check_count = [&](int count, int64_t expected) {
+    if (count != expected)
+      fail(what, ": has ", count, " values, expected ", expected, " for ", dtype_name(dtype), shape_str(shape));
   };
-  switch (dtype) {
-    case DType::F32: check_count(proto.float_data_size()); break;
-    case DType::F64: check_count(proto.double_data_size()); break;
-    case DType::I64: check_count(proto.int64_data_size()); break;
-    default: check_count(proto.int32_data_size()); break;
-  }
   TensorData t(dtype, shape);
   switch (dtype) {
     case DType::F32:
+      check_count(proto.float_data_size(), n);
       for (int64_t i = 0; i < n; ++i) t.data<float>()[i] = proto.float_data(i);
       break;
     case DType::F64:
+      check_count(proto.double_data_size(), n);
       for (int64_t i = 0; i < n; ++i) t.data<double>()[i] = proto.double_data(i);
       break;
     case DType::I64:
+      check_count(proto.int64_data_size(), n);
       for (int64_t i = 0; i < n; ++i) t.data<int64_t>()[i] = proto.int64_data(i);
       break;
-    default:  // int32, int8, uint8, bool are stored in int32_data
-      for (int64_t i = 0; i < n; ++i) t.set_i64(i, proto.int32_data(i));
+    case DType::U32:
+    case DType::U64:
+      check_count(proto.uint64_data_size(), n);
+      for (int64_t i = 0; i < n; ++i) t.set_i64(i, static_cast<int64_t>(proto.uint64_data(i)));
+      break;
+    default:
+      if (dtype_bits(dtype) < 8) {  // int32_data holds the packed bytes, one per entry
+        check_count(proto.int32_data_size(), static_cast<int64_t>(bytes));
+        std::string packed(bytes, '\0');
+        for (size_t i = 0; i < bytes; ++i) packed[i] = static_cast<char>(proto.int32_data(static_cast<int>(i)));
+        unpack_into(t, reinterpret_cast<const unsigned char*>(packed.data()));
+        break;
+      }
+      // int32, int16, uint16, int8, uint8, bool and the bit patterns of the 16- and 8-bit floats:
+      // the low bytes of each int32_data entry (little-endian).
+      check_count(proto.int32_data_size(), n);
+      for (int64_t i = 0; i < n; ++i) {
+        uint32_t v = static_cast<uint32_t>(proto.int32_data(static_cast<int>(i)));
+        unsigned char le[4] = {static_cast<unsigned char>(v), static_cast<unsigned char>(v >> 8),
+                               static_cast<unsigned char>(v >> 16), static_cast<unsigned char>(v >> 24)};
+        std::memcpy(static_cast<unsigned char*>(t.raw()) + i * dtype_size(dtype), le, dtype_size(dtype));
+      }
       break;
   }
   return t;
@@ -131,7 +198,7 @@ void tensor_to_proto(const TensorData& t, const std::string& name, onnx::TensorP
   proto->set_name(name);
   proto->set_data_type(dtype_to_onnx(t.dtype()));
   for (int64_t d : t.shape()) proto->add_dims(d);
-  proto->set_raw_data(std::string(static_cast<const char*>(t.raw()), t.byte_size()));
+  proto->set_raw_data(packed_bytes(t));
 }
 
 TensorData read_tensor_file(const std::string& path, std::string* name) {

@@ -62,6 +62,7 @@ TensorId positional_bias(FissionContext& c, int64_t q, int64_t kv, int64_t offse
 void register_attention_rule() {
   register_fission_rule("Attention", [](FissionContext& c) {
     TensorId q = c.input(0), k = c.input(1), v = c.input(2);
+    refuse_bfloat16(c, q);
     int64_t rank = c.rank(q);
     if (rank != 3 && rank != 4) c.error("Q must be 3-D or 4-D");
     if (c.rank(k) != rank || c.rank(v) != rank) c.error("Q, K and V must have the same rank");

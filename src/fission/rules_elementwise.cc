@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "fission/fission.h"
+#include "fission/fission_helpers.h"
 #include "fission/onnx_tensor.h"
 
 namespace korch {
@@ -91,8 +92,7 @@ void register_elementwise_rules() {
   });
   register_fission_rule("Cast", [](FissionContext& c) {
     DType to = dtype_from_onnx(static_cast<int>(c.attr_i("to", 0)), "Cast target");
-    TensorId x = c.input(0);
-    c.set_output(0, c.dtype(x) == to ? c.unary(PrimOp::Copy, x) : c.cast(x, to));
+    c.set_output(0, onnx_cast(c, c.input(0), to));
   });
   register_fission_rule("Identity", [](FissionContext& c) { c.set_output(0, c.input(0)); });
   register_fission_rule("Dropout", [](FissionContext& c) {
@@ -137,6 +137,7 @@ void register_elementwise_rules() {
   });
   register_fission_rule("Elu", [](FissionContext& c) {
     TensorId x = c.input(0);
+    refuse_bfloat16(c, x);
     DType t = c.dtype(x);
     TensorId neg = c.binary(PrimOp::Less, x, c.scalar(0, t));
     TensorId em1 = c.binary(PrimOp::Sub, c.unary(PrimOp::Exp, x), c.scalar(1, t));
@@ -182,6 +183,7 @@ void register_elementwise_rules() {
   });
   register_fission_rule("Celu", [](FissionContext& c) {  // max(0, x) + min(0, alpha (exp(x / alpha) - 1))
     TensorId x = c.input(0);
+    refuse_bfloat16(c, x);
     DType t = c.dtype(x);
     double alpha = c.attr_f("alpha", 1.0);
     TensorId e =

@@ -3,6 +3,7 @@
 #include <numeric>
 
 #include "fission/fission.h"
+#include "fission/fission_helpers.h"
 
 namespace korch {
 
@@ -94,6 +95,7 @@ void global_pool_rule(const std::string& op_type, PrimOp op) {
 void softmax_rule(const std::string& op_type, bool log) {
   register_fission_rule(op_type, [log](FissionContext& c) {
     TensorId x = c.input(0);
+    refuse_bfloat16(c, x);
     int64_t rank = c.rank(x);
     bool legacy = c.opset() < 13;
     int64_t axis = normalize_axis(c.attr_i("axis", legacy ? 1 : -1), rank);

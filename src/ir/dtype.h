@@ -7,11 +7,50 @@
 
 namespace korch {
 
-enum class DType : uint8_t { F32, F64, I64, I32, I8, U8, Bool };
+// The values are stable (packages record them). The narrow float types (F16 ... F4E2M1, see
+// ir/float_formats.h) hold bit patterns; the sub-byte types (I4, U4, I2, U2, F4E2M1) hold one
+// element per byte (the low bits; ONNX files pack them, see fission/onnx_tensor.cc).
+enum class DType : uint8_t {
+  F32,
+  F64,
+  I64,
+  I32,
+  I8,
+  U8,
+  Bool,
+  F16,
+  BF16,
+  I16,
+  U16,
+  U32,
+  U64,
+  F8E4M3FN,
+  F8E4M3FNUZ,
+  F8E5M2,
+  F8E5M2FNUZ,
+  I4,
+  U4,
+  I2,
+  U2,
+  F4E2M1,
+};
+constexpr int kNumDTypes = static_cast<int>(DType::F4E2M1) + 1;
 
+// Bytes per element in memory.
 size_t dtype_size(DType t);
+// Bits per element in an ONNX file (4 and 2 for the packed sub-byte types).
+int dtype_bits(DType t);
 const char* dtype_name(DType t);
 bool is_floating(DType t);
+// True for the types stored as a bit pattern of a narrow float format (F16, BF16, F8*, F4E2M1).
+bool is_narrow_float(DType t);
+bool is_unsigned_integer(DType t);
+// The smallest and largest values of an integer (or bool) type.
+int64_t integer_min(DType t);
+uint64_t integer_max(DType t);
+// The types korch's code-generating backends (Halide, oneDNN, the CUDA kernels) compute on:
+// f32, f64, i64, i32, i8, u8 and bool. Kernels touching any other type run on the reference.
+bool is_kernel_dtype(DType t);
 
 using Shape = std::vector<int64_t>;
 

@@ -67,6 +67,9 @@ class TensorData {
   TensorData reshaped(Shape shape) const;
 
  private:
+  uint16_t narrow_bits(int64_t i) const;  // the bit pattern of a narrow float element
+  void set_narrow_bits(int64_t i, uint16_t bits);
+
   DType dtype_ = DType::F32;
   Shape shape_;
   std::vector<unsigned char, CacheLineAllocator<unsigned char>> bytes_;

@@ -1,4 +1,4 @@
-// make_kernel: sink, external inputs and structural hash of a primitive set.
+// make_kernel: sink, external inputs and structural hash of a primitive set; has_kernel_dtypes.
 #include "plan/kernel.h"
 
 #include <algorithm>
@@ -35,6 +35,17 @@ Kernel make_kernel(const PrimGraph& g, std::vector<PrimId> prims) {
   if (sinks != 1) fail("a kernel must have exactly one sink, this set of ", prims.size(), " primitives has ", sinks);
   k.hash = structural_hash(g, prims);
   return k;
+}
+
+bool has_kernel_dtypes(const PrimGraph& g, const Kernel& k, std::string* why_not) {
+  std::vector<TensorId> tensors = k.inputs;
+  for (PrimId p : k.prims) tensors.push_back(g.prim(p).output);
+  for (TensorId t : tensors) {
+    if (is_kernel_dtype(g.tensor(t).dtype)) continue;
+    if (why_not) *why_not = str_cat("tensor '", g.tensor(t).name, "' has element type ", dtype_name(g.tensor(t).dtype));
+    return false;
+  }
+  return true;
 }
 
 std::vector<TensorId> materialized_inputs(const PrimGraph& g, const Kernel& k) {

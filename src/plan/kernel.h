@@ -23,6 +23,11 @@ struct Kernel {
 // sink (one primitive whose output no other member consumes).
 Kernel make_kernel(const PrimGraph& g, std::vector<PrimId> prims);
 
+// Whether every tensor the kernel reads or computes has a type the code-generating backends
+// compute on (is_kernel_dtype); false with the first other one named in *why_not. Backends refuse
+// such kernels, so that the plan runs them on the reference interpreter.
+bool has_kernel_dtypes(const PrimGraph& g, const Kernel& k, std::string* why_not);
+
 // Inputs of a kernel that another kernel must materialise (not graph inputs or constants).
 std::vector<TensorId> materialized_inputs(const PrimGraph& g, const Kernel& k);
 

@@ -1,7 +1,10 @@
 // Reference elementwise primitives with numpy broadcasting. Floating inputs compute in
-// double; integer and bool inputs compute in int64 (exact).
+// double (the narrow float types round once, when stored); integer and bool inputs compute in
+// int64 (exact; uint64 division, modulo, min/max and comparisons as unsigned).
 #include <cmath>
+#include <optional>
 
+#include "ir/float_formats.h"
 #include "reference/reference.h"
 #include "util/error.h"
 
@@ -102,7 +105,29 @@ int64_t ipow(int64_t a, int64_t b) {
   return r;
 }
 
-int64_t binary_i(PrimOp op, int64_t a, int64_t b, bool c_fmod) {
+// uint64 operands (held as their two's-complement int64 bits): the operations where the bits'
+// meaning matters; nullopt for the others (the same bits as int64 arithmetic).
+std::optional<int64_t> binary_u64(PrimOp op, uint64_t a, uint64_t b) {
+  switch (op) {
+    case PrimOp::Div:
+      if (b == 0) fail("integer division by zero");
+      return static_cast<int64_t>(a / b);
+    case PrimOp::Mod:
+      if (b == 0) fail("integer modulo by zero");
+      return static_cast<int64_t>(a % b);
+    case PrimOp::Max: return static_cast<int64_t>(a > b ? a : b);
+    case PrimOp::Min: return static_cast<int64_t>(a < b ? a : b);
+    case PrimOp::Less: return a < b;
+    case PrimOp::Greater: return a > b;
+    case PrimOp::LessEqual: return a <= b;
+    case PrimOp::GreaterEqual: return a >= b;
+    default: return std::nullopt;
+  }
+}
+
+int64_t binary_i(PrimOp op, int64_t a, int64_t b, bool c_fmod, bool unsigned64) {
+  if (unsigned64)
+    if (std::optional<int64_t> r = binary_u64(op, static_cast<uint64_t>(a), static_cast<uint64_t>(b))) return *r;
   switch (op) {
     case PrimOp::Add: return wrap_add(a, b);
     case PrimOp::Sub: return wrap_sub(a, b);
@@ -155,6 +180,10 @@ TensorData eval_elementwise(const Primitive& prim, const std::vector<const Tenso
     return out;
   }
   bool c_fmod = prim.attrs.i_or("fmod", 0) != 0;
+  // Cast's saturate (float8 targets): out-of-range values and infinities clamp to the largest finite value.
+  double saturate_at = op == PrimOp::Cast && prim.attrs.i_or("saturate", 0) != 0 && is_narrow_float(out_dtype)
+                           ? narrow_float_max(out_dtype)
+                           : INFINITY;
   // Cast to/from floating types goes through double; integer to integer through int64.
   bool float_domain = is_floating(in[0]->dtype()) || (op == PrimOp::Cast && is_floating(out_dtype)) ||
                       (in.size() > 1 && is_floating(in[1]->dtype()));
@@ -164,6 +193,7 @@ TensorData eval_elementwise(const Primitive& prim, const std::vector<const Tenso
         double v = unary_f(op, in[0]->get_f64(offsets[0][i]));
         if (op == PrimOp::Cast && !is_floating(out_dtype) && out_dtype != DType::Bool) v = std::trunc(v);
         if (op == PrimOp::Cast && out_dtype == DType::Bool) v = v != 0;
+        if (std::fabs(v) > saturate_at) v = std::copysign(saturate_at, v);
         out.set_f64(i, v);
       }
     } else {
@@ -174,8 +204,9 @@ TensorData eval_elementwise(const Primitive& prim, const std::vector<const Tenso
     if (in.size() == 1) {
       for (int64_t i = 0; i < n; ++i) out.set_i64(i, unary_i(op, in[0]->get_i64(offsets[0][i])));
     } else {
+      bool unsigned64 = in[0]->dtype() == DType::U64 || in[1]->dtype() == DType::U64;
       for (int64_t i = 0; i < n; ++i)
-        out.set_i64(i, binary_i(op, in[0]->get_i64(offsets[0][i]), in[1]->get_i64(offsets[1][i]), c_fmod));
+        out.set_i64(i, binary_i(op, in[0]->get_i64(offsets[0][i]), in[1]->get_i64(offsets[1][i]), c_fmod, unsigned64));
     }
   }
   return out;

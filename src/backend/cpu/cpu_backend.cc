@@ -138,6 +138,7 @@ std::unique_ptr<Backend> make_cpu_backend(const BackendOptions& options) {
 }
 
 std::unique_ptr<CompiledKernel> compile_kernel(const PrimGraph& g, const Kernel& k, std::string* why_not) {
+  if (!has_kernel_dtypes(g, k, why_not)) return nullptr;
   if (k.num_linear >= 1) return compile_library_kernel(g, k, why_not);
   return compile_halide_kernel(g, k, why_not);
 }
@@ -149,6 +150,7 @@ int schedule_variants(const PrimGraph& g, const Kernel& k) {
 }
 
 bool can_compile(const PrimGraph& g, const Kernel& k, std::string* why_not) {
+  if (!has_kernel_dtypes(g, k, why_not)) return false;
   if (k.num_linear >= 2) return attention_supports(g, k, why_not);
   return k.num_linear == 1 ? onednn_supports(g, k, why_not) : halide_supports(g, k, why_not);
 }

@@ -84,6 +84,7 @@ class CudaBackend final : public Backend {
       if (why_not) *why_not = "more than one Linear primitive";
       return false;
     }
+    if (!has_kernel_dtypes(g, k, why_not)) return false;
     if (k.num_linear == 1) {
       LinearCall call;
       return plan_linear_call(g, k, &call, why_not);
@@ -99,6 +100,7 @@ class CudaBackend final : public Backend {
       if (why_not) *why_not = "more than one Linear primitive";
       return nullptr;
     }
+    if (!has_kernel_dtypes(g, k, why_not)) return nullptr;
     if (k.num_linear == 1) return compile_linear_kernel(ctx_, g, k, why_not);
     return compile_gpu_kernel(g, k, why_not);
   }

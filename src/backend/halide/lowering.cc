@@ -29,11 +29,14 @@ Halide::Type storage_type(DType t) {
     case DType::I8: return Halide::Int(8);
     case DType::U8: return Halide::UInt(8);
     case DType::Bool: return Halide::UInt(8);
+    default: break;
   }
-  return Halide::Float(32);
+  throw Unsupported{str_cat("element type ", dtype_name(t))};
 }
 
 Func Generator::build() {
+  std::string why;
+  if (!has_kernel_dtypes(g_, k_, &why)) throw Unsupported{why};
   for (size_t i = 0; i < k_.inputs.size(); ++i) {
     const TensorInfo& t = g_.tensor(k_.inputs[i]);
     int rank = input_blocks_.count(k_.inputs[i]) ? 5 : static_cast<int>(t.shape.size());

@@ -108,8 +108,9 @@ halide_type_t halide_type_of(DType t) {
     case DType::I8: return halide_type_t(halide_type_int, 8);
     case DType::U8:
     case DType::Bool: return halide_type_t(halide_type_uint, 8);
+    default: break;  // no Halide kernel computes on the other types (is_kernel_dtype)
   }
-  return halide_type_t(halide_type_float, 32);
+  throw korch_pkg::PackageError(std::string("model.kpkg: a compiled kernel has element type ") + dtype_name(t));
 }
 
 // One ahead-of-time Halide function: buffers in Kernel::inputs order, then the output.
@@ -180,7 +181,7 @@ Attrs read_attrs(korch_pkg::Reader& r) {
 }
 
 DType checked_dtype(uint8_t v) {
-  if (v > static_cast<uint8_t>(DType::Bool)) throw korch_pkg::PackageError("model.kpkg: unknown dtype");
+  if (v >= kNumDTypes) throw korch_pkg::PackageError("model.kpkg: unknown dtype");
   return static_cast<DType>(v);
 }
 
@@ -529,7 +530,7 @@ int korch_run(korch_model* m, const void* const* inputs, void* const* outputs) {
 const char* korch_last_error(const korch_model* m) { return m ? m->error.c_str() : t_create_error.c_str(); }
 
 const char* korch_dtype_name(int dtype) {
-  if (dtype < 0 || dtype > static_cast<int>(DType::Bool)) return "invalid";
+  if (dtype < 0 || dtype >= kNumDTypes) return "invalid";
   return dtype_name(static_cast<DType>(dtype));
 }
 
