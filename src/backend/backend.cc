@@ -122,13 +122,14 @@ std::unique_ptr<RecordedLaunches> Backend::record(const std::function<void()>& /
   return nullptr;
 }
 
-double Backend::median_seconds(const std::function<void()>& run, const std::function<void()>& prepare) {
+double Backend::median_seconds(const std::function<void()>& run, const std::function<void()>& prepare,
+                               TimingStats* stats) {
   return median_run_seconds(
       [&] {
         run();
         synchronize();
       },
-      5, 0.02, prepare);
+      5, 0.02, prepare, stats, kKernelMedianStableWithin);
 }
 
 }  // namespace korch

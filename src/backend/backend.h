@@ -25,6 +25,7 @@
 #include <utility>
 #include <vector>
 
+#include "backend/timing.h"
 #include "ir/prim_graph.h"
 #include "plan/kernel.h"
 
@@ -38,6 +39,9 @@ class CompiledKernel {
   // (LayoutLinker) switched the kernel to an internal layout.
   virtual void run(const std::vector<const void*>& inputs, void* output) = 0;
   virtual std::string describe() const = 0;  // implementation and schedule, for logs and plans
+  // (pointer, bytes) of the memory the compiled kernel holds and reads or writes at every run
+  // (reordered weights, internal buffers), which a cache reset evicts with its inputs and output.
+  virtual std::vector<std::pair<const void*, int64_t>> held_memory() const { return {}; }
 };
 
 // A block of the backend's memory, freed with the object.
@@ -68,8 +72,10 @@ class LayoutLinker {
   // What linking saves on a kernel whose dense run takes `dense_seconds` (the profiler stores
   // it with the kernel; ProfileEntry::link_savings says how). The kernel may be left switched
   // to internal layouts; the profiler does not run it again.
+  // `stats` (may be null) is added what its timing cost.
   virtual std::vector<double> measure_savings(const PrimGraph& g, const Kernel& k, CompiledKernel& compiled,
-                                              const std::vector<const void*>& inputs, double dense_seconds) = 0;
+                                              const std::vector<const void*>& inputs, double dense_seconds,
+                                              TimingStats* stats) = 0;
 };
 
 // What a backend compiled ahead of time for a package (AheadOfTimeCompiler::compile): per plan
@@ -172,10 +178,15 @@ class Backend {
 
   // --- profiling ---
   // Puts caches in the state a kernel finds inside a model run, given the (pointer, bytes) of
-  // the inputs it reads; called untimed before every timed run.
-  virtual void prepare_cache_state(const std::vector<std::pair<const void*, int64_t>>& /*inputs*/) {}
-  // Median seconds of `run` with `prepare` untimed before each run (warm-up excluded).
-  virtual double median_seconds(const std::function<void()>& run, const std::function<void()>& prepare);
+  // the inputs it reads and of the other memory it touches (its output, held_memory()); called
+  // untimed before every timed run.
+  virtual void prepare_cache_state(const std::vector<std::pair<const void*, int64_t>>& /*inputs*/,
+                                   const std::vector<std::pair<const void*, int64_t>>& /*touched*/) {}
+  // Median seconds of `run` with `prepare` untimed before each run (warm-up excluded; the CPU
+  // backends stop once the median is stable to kKernelMedianStableWithin); `stats` (may be
+  // null) is added what the timing cost.
+  virtual double median_seconds(const std::function<void()>& run, const std::function<void()>& prepare,
+                                TimingStats* stats);
   virtual LayoutLinker* layout_linker() { return nullptr; }
 
   // --- launch recording ---

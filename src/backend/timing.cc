@@ -6,23 +6,64 @@
 
 namespace korch {
 
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+}  // namespace
+
+TimingStats& TimingStats::operator+=(const TimingStats& other) {
+  warmup_runs += other.warmup_runs;
+  timed_runs += other.timed_runs;
+  prepares += other.prepares;
+  warmup_seconds += other.warmup_seconds;
+  timed_seconds += other.timed_seconds;
+  prepare_seconds += other.prepare_seconds;
+  return *this;
+}
+
 double median_run_seconds(const std::function<void()>& run, int min_runs, double budget_seconds,
-                          const std::function<void()>& prepare) {
-  using Clock = std::chrono::steady_clock;
+                          const std::function<void()>& prepare, TimingStats* stats, double stable_within) {
+  TimingStats local;
+  auto prepare_timed = [&] {
+    if (!prepare) return;
+    auto t0 = Clock::now();
+    prepare();
+    local.prepare_seconds += seconds_since(t0);
+    ++local.prepares;
+  };
   for (int i = 0; i < 2; ++i) {  // warm-up (first-touch, JIT)
-    if (prepare) prepare();
-    run();
-  }
-  std::vector<double> times;
-  auto start = Clock::now();
-  while (static_cast<int>(times.size()) < min_runs ||
-         (std::chrono::duration<double>(Clock::now() - start).count() < budget_seconds && times.size() < 200)) {
-    if (prepare) prepare();
+    prepare_timed();
     auto t0 = Clock::now();
     run();
-    times.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+    local.warmup_seconds += seconds_since(t0);
+    ++local.warmup_runs;
   }
+  std::vector<double> times, sorted;
+  auto start = Clock::now();
+  while (static_cast<int>(times.size()) < min_runs || (seconds_since(start) < budget_seconds && times.size() < 200)) {
+    prepare_timed();
+    auto t0 = Clock::now();
+    run();
+    times.push_back(seconds_since(t0));
+    local.timed_seconds += times.back();
+    sorted.insert(std::upper_bound(sorted.begin(), sorted.end(), times.back()), times.back());
+    if (stable_within > 0 && static_cast<int>(times.size()) >= std::max(min_runs, 3) &&
+        median_is_stable(sorted, stable_within))
+      break;
+  }
+  local.timed_runs = static_cast<int>(times.size());
+  if (stats) *stats += local;
   return median_of(std::move(times));
+}
+
+bool median_is_stable(const std::vector<double>& sorted, double within) {
+  size_t mid = sorted.size() / 2;
+  if (sorted.size() < 3 || mid + 1 >= sorted.size()) return false;
+  double median = sorted[mid];
+  return median - sorted[mid - 1] <= within * median && sorted[mid + 1] - median <= within * median;
 }
 
 double median_of(std::vector<double> values) {

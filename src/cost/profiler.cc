@@ -16,6 +16,10 @@ namespace korch {
 
 namespace {
 
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
 std::string kernel_summary(const PrimGraph& g, const Kernel& k) {
   std::string s;
   for (PrimId p : k.prims) s += std::string(s.empty() ? "" : " ") + prim_op_name(g.prim(p).op);
@@ -101,7 +105,7 @@ void Profiler::prepare(const PrimGraph& g, const std::vector<Kernel>& kernels) {
     todo.push_back(first);
   }
   if (todo.size() < 2) return;  // nothing to overlap
-  auto start = std::chrono::steady_clock::now();
+  auto start = Clock::now();
   std::vector<Precompiled> built(todo.size());
   std::atomic<size_t> next{0};
   auto work = [&] {
@@ -120,7 +124,7 @@ void Profiler::prepare(const PrimGraph& g, const std::vector<Kernel>& kernels) {
   for (std::thread& t : threads) t.join();
   for (size_t i = 0; i < todo.size(); ++i) precompiled_.emplace(todo[i].hash, std::move(built[i]));
   stats_.precompiled += static_cast<int>(todo.size());
-  stats_.prepare_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  stats_.prepare_seconds += seconds_since(start);
 }
 
 // Compiles, verifies against the reference output and times one schedule variant of a kernel.
@@ -135,11 +139,13 @@ ProfileEntry Profiler::profile_variant(const PrimGraph& g, const Kernel& k, Kern
     why = std::move(ahead->second.why);
     precompiled_.erase(ahead);
   } else {
+    auto compile_start = Clock::now();
     try {
       compiled = backend_.compile(g, k, &why);
     } catch (const std::exception& e) {  // a backend failing on one candidate drops only that candidate
       why = str_cat("code generation failed: ", e.what());
     }
+    stats_.compile_seconds += seconds_since(compile_start);
   }
   if (!compiled) {
     entry.description = why;
@@ -150,6 +156,7 @@ ProfileEntry Profiler::profile_variant(const PrimGraph& g, const Kernel& k, Kern
   try {
     entry.implementable = true;
     entry.description = compiled->describe();
+    auto verify_start = Clock::now();
     const TensorInfo& out = g.tensor(k.output);
     const TensorData& want = inputs.reference_output(g, k);
     TensorData got(out.dtype, out.shape);
@@ -158,6 +165,7 @@ ProfileEntry Profiler::profile_variant(const PrimGraph& g, const Kernel& k, Kern
     backend_.synchronize();
     backend_.download(got.raw(), output->data(), static_cast<int64_t>(got.byte_size()));
     Comparison c = compare_tensors(got, want, Tolerance{1e-4, 1e-3});
+    stats_.verify_seconds += seconds_since(verify_start);
     entry.verified = c.pass;
     if (!c.pass) {
       ++stats_.mismatches;
@@ -165,11 +173,18 @@ ProfileEntry Profiler::profile_variant(const PrimGraph& g, const Kernel& k, Kern
                                   " elements) in ", compiled->describe());
       log_dropped(g, k, entry.description);
     } else {
-      entry.median_seconds = backend_.median_seconds([&] { compiled->run(inputs.ptrs, output->data()); },
-                                                     [&] { backend_.prepare_cache_state(inputs.spans); });
+      std::vector<std::pair<const void*, int64_t>> touched = compiled->held_memory();
+      touched.emplace_back(output->data(), output->bytes());
+      entry.median_seconds =
+          backend_.median_seconds([&] { compiled->run(inputs.ptrs, output->data()); },
+                                  [&] { backend_.prepare_cache_state(inputs.spans, touched); }, &stats_.timing);
       entry.samples = 1;
-      if (LayoutLinker* linker = backend_.layout_linker())
-        entry.link_savings = linker->measure_savings(g, k, *compiled, inputs.ptrs, entry.median_seconds);
+      if (LayoutLinker* linker = backend_.layout_linker()) {
+        int link_runs = stats_.link_timing.timed_runs;
+        entry.link_savings =
+            linker->measure_savings(g, k, *compiled, inputs.ptrs, entry.median_seconds, &stats_.link_timing);
+        stats_.link_timed += stats_.link_timing.timed_runs > link_runs;
+      }
     }
   } catch (const std::exception& e) {
     entry.implementable = false;
@@ -181,7 +196,7 @@ ProfileEntry Profiler::profile_variant(const PrimGraph& g, const Kernel& k, Kern
 }
 
 std::optional<double> Profiler::measure(const PrimGraph& g, const Kernel& k) {
-  auto start = std::chrono::steady_clock::now();
+  auto start = Clock::now();
   ProfileKey key = cache_key(k);
   if (cache_) {
     if (auto hit = cache_->lookup(key)) {
@@ -195,7 +210,9 @@ std::optional<double> Profiler::measure(const PrimGraph& g, const Kernel& k) {
   backend_.bind_calling_thread();
   ProfileEntry best;
   try {
+    auto inputs_start = Clock::now();
     KernelInputs inputs(backend_, g, k);
+    stats_.inputs_seconds += seconds_since(inputs_start);
     int variants = backend_.schedule_variants(g, k);
     for (int v = 0; v < variants; ++v) {
       Kernel variant = k;
@@ -225,7 +242,7 @@ std::optional<double> Profiler::measure(const PrimGraph& g, const Kernel& k) {
     ++stats_.dropped;
   remember(k, best);
   if (cache_) cache_->store(key, best);
-  stats_.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  stats_.seconds += seconds_since(start);
   if (progress_) progress_(stats_);
   if (best.implementable && best.verified) return best.median_seconds;
   return std::nullopt;

@@ -33,6 +33,14 @@ struct ProfilerStats {
   double prepare_seconds = 0;  // wall time of prepare() (not in `seconds`)
   int compile_threads = 1;
   double seconds = 0;  // time spent compiling, verifying and timing
+  // Where `seconds` went: random inputs, compilations not done ahead, verification (reference
+  // output, one run, comparison), the timed medians and the layout-link savings timings.
+  double inputs_seconds = 0;
+  double compile_seconds = 0;
+  double verify_seconds = 0;
+  TimingStats timing;
+  TimingStats link_timing;
+  int link_timed = 0;  // schedule variants whose link savings were timed
 };
 
 class Profiler : public KernelMeasurer {

@@ -62,6 +62,27 @@ TEST(CpuProfiler, TriesScheduleVariantsOnlyFromTheThreshold) {
   }
 }
 
+// The summary's split of the profiling seconds: every warm-up and timed run follows one cache
+// reset, at least five runs are timed, and a kernel that links nothing times no link savings.
+TEST(CpuProfiler, ReportsWhereTheTimingWent) {
+  PrimGraph g;
+  TensorId x = g.add_input("x", DType::F32, {32, 64});
+  g.mark_output(g.add_primitive(PrimOp::Exp, {x}, {}));
+  Kernel k = make_kernel(g, {0});
+  auto backend = make_backend("cpu", BackendOptions{1});
+  Profiler profiler(*backend, nullptr);
+  profiler.set_variants_from_seconds(std::numeric_limits<double>::infinity());
+  ASSERT_TRUE(profiler.measure(g, k).has_value());
+  const ProfilerStats& s = profiler.stats();
+  EXPECT_GE(s.timing.timed_runs, 5);
+  EXPECT_EQ(s.timing.warmup_runs, 2);
+  EXPECT_EQ(s.timing.prepares, s.timing.timed_runs + s.timing.warmup_runs);
+  EXPECT_GT(s.timing.timed_seconds, 0.0);
+  EXPECT_EQ(s.link_timed, 0);
+  EXPECT_EQ(s.link_timing.timed_runs, 0);
+  EXPECT_LE(s.compile_seconds + s.verify_seconds + s.inputs_seconds + s.timing.seconds(), s.seconds);
+}
+
 TEST(CpuProfiler, LogsAKernelNoBackendCompiles) {
   PrimGraph g;  // integer Mod: Halide's rounds differently from ONNX's, so the backend refuses it
   TensorId a = g.add_input("a", DType::I32, {4, 8});

@@ -184,6 +184,17 @@ void print_summary(const OptimizeRun& run, const MachineFigures& m) {
               << run.profile.prepare_seconds << " s), " << r.num_stored_solutions
               << " partitions took a stored solution\n  cache: " << run.cache_path << "\n"
               << std::defaultfloat;
+  if (run.measured) {
+    const ProfilerStats& s = run.profile;
+    std::cout << std::fixed << std::setprecision(1) << "  where the profiling seconds went: inputs " << s.inputs_seconds
+              << " s, compiling " << s.compile_seconds << " s (+ " << s.prepare_seconds << " s ahead), verifying "
+              << s.verify_seconds << " s, timing " << s.timing.seconds() << " s (" << s.timing.timed_runs << " runs + "
+              << s.timing.warmup_runs << " warm-ups: " << s.timing.timed_seconds << " + " << s.timing.warmup_seconds
+              << " s, " << s.timing.prepares << " cache resets: " << s.timing.prepare_seconds << " s), link savings of "
+              << s.link_timed << " kernels " << s.link_timing.seconds() << " s (" << s.link_timing.timed_runs
+              << " runs, " << s.link_timing.prepares << " cache resets: " << s.link_timing.prepare_seconds << " s)\n"
+              << std::defaultfloat;
+  }
   for (const auto& p : r.partitions)
     if (noteworthy(p))
       std::cout << "  partition " << p.index << " (" << p.num_prims << " primitives): " << p.status << "\n";
@@ -237,6 +248,15 @@ nlohmann::json summary_json(const std::string& model_path, const PrimGraph& g, c
       j["not_optimal_partitions"].push_back({{"index", p.index}, {"primitives", p.num_prims}, {"status", p.status}});
   // Measured costs only (null with analytic costs): the profiler's side of the run.
   j["profiling"] = nullptr;
+  auto timing_json = [](const TimingStats& t) {
+    return nlohmann::json{{"seconds", t.seconds()},
+                          {"timed_runs", t.timed_runs},
+                          {"timed_seconds", t.timed_seconds},
+                          {"warmup_runs", t.warmup_runs},
+                          {"warmup_seconds", t.warmup_seconds},
+                          {"cache_resets", t.prepares},
+                          {"cache_reset_seconds", t.prepare_seconds}};
+  };
   if (run.measured)
     j["profiling"] = {{"timed_now", run.profile.measured},
                       {"from_cache", run.profile.cache_hits},
@@ -245,7 +265,14 @@ nlohmann::json summary_json(const std::string& model_path, const PrimGraph& g, c
                       {"compiled_ahead", run.profile.precompiled},
                       {"compile_ahead_seconds", run.profile.prepare_seconds},
                       {"compile_threads", run.profile.compile_threads},
-                      {"stored_solutions", r.num_stored_solutions}};
+                      {"stored_solutions", r.num_stored_solutions},
+                      {"split",
+                       {{"inputs_seconds", run.profile.inputs_seconds},
+                        {"compile_seconds", run.profile.compile_seconds},
+                        {"verify_seconds", run.profile.verify_seconds},
+                        {"timing", timing_json(run.profile.timing)},
+                        {"link_savings_kernels", run.profile.link_timed},
+                        {"link_savings_timing", timing_json(run.profile.link_timing)}}}};
   j["plans"] = nlohmann::json::array();
   for (const Plan* plan : summary_plans(r))
     j["plans"].push_back({{"strategy", plan->strategy},

@@ -74,8 +74,9 @@ class CpuLayoutLinker : public LayoutLinker {
     return result;
   }
   std::vector<double> measure_savings(const PrimGraph& g, const Kernel& k, korch::CompiledKernel& compiled,
-                                      const std::vector<const void*>& inputs, double dense_seconds) override {
-    return measure_link_savings(g, k, cpu_kernel(compiled), inputs, dense_seconds, cache_state_);
+                                      const std::vector<const void*>& inputs, double dense_seconds,
+                                      TimingStats* stats) override {
+    return measure_link_savings(g, k, cpu_kernel(compiled), inputs, dense_seconds, cache_state_, stats);
   }
 
  private:
@@ -96,7 +97,7 @@ class CpuBackend : public Backend {
   std::string target() const override { return target_; }
   std::string versions() const override {
     const dnnl_version_t* v = dnnl_version();
-    return str_cat("halide14 onednn", v->major, ".", v->minor, ".", v->patch, " ", kCodegenVersion, " cold-cache");
+    return str_cat("halide14 onednn", v->major, ".", v->minor, ".", v->patch, " ", kCodegenVersion, " flushed-cache");
   }
   std::string codegen() const override { return kCodegenVersion; }
   int threads() const override { return threads_; }
@@ -115,8 +116,9 @@ class CpuBackend : public Backend {
     return compile_reference_kernel(g, k);
   }
   std::unique_ptr<BackendBuffer> allocate(int64_t bytes) override { return allocate_host_buffer(bytes); }
-  void prepare_cache_state(const std::vector<std::pair<const void*, int64_t>>& inputs) override {
-    cache_state_.prepare(inputs);
+  void prepare_cache_state(const std::vector<std::pair<const void*, int64_t>>& inputs,
+                           const std::vector<std::pair<const void*, int64_t>>& touched) override {
+    cache_state_.prepare(inputs, touched);
   }
   LayoutLinker* layout_linker() override { return &linker_; }
   AheadOfTimeCompiler* ahead_of_time() override { return package_compiler_.get(); }

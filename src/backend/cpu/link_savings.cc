@@ -16,9 +16,8 @@ double dense_bytes(const PrimGraph& g, TensorId t) {
 }
 
 // (pointer, dense bytes) of a kernel's inputs: what CacheState::prepare reads back.
-std::vector<std::pair<const void*, int64_t>> input_spans(const PrimGraph& g, const Kernel& k,
-                                                         const std::vector<const void*>& inputs) {
-  std::vector<std::pair<const void*, int64_t>> spans;
+std::vector<MemorySpan> input_spans(const PrimGraph& g, const Kernel& k, const std::vector<const void*>& inputs) {
+  std::vector<MemorySpan> spans;
   for (size_t i = 0; i < inputs.size(); ++i)
     spans.emplace_back(inputs[i], static_cast<int64_t>(dense_bytes(g, k.inputs[i])));
   return spans;
@@ -28,7 +27,7 @@ std::vector<std::pair<const void*, int64_t>> input_spans(const PrimGraph& g, con
 
 std::vector<double> measure_link_savings(const PrimGraph& g, const Kernel& k, CompiledKernel& compiled,
                                          const std::vector<const void*>& inputs, double dense_seconds,
-                                         CacheState& cache_state) {
+                                         CacheState& cache_state, TimingStats* stats) {
   std::vector<int> linked_inputs;
   for (size_t i = 0; i < k.inputs.size(); ++i)
     if (!g.tensor(k.inputs[i]).is_constant() && !compiled.input_layout(static_cast<int>(i)).empty())
@@ -49,7 +48,7 @@ std::vector<double> measure_link_savings(const PrimGraph& g, const Kernel& k, Co
   // filled with a harmless value: only the time matters.
   std::vector<std::vector<float>> buffers;
   std::vector<const void*> ptrs = inputs;
-  std::vector<std::pair<const void*, int64_t>> touched = input_spans(g, k, inputs);
+  std::vector<MemorySpan> read_back = input_spans(g, k, inputs);
   buffers.reserve(linked_inputs.size() + 1);
   auto buffer = [&](int64_t bytes) {
     buffers.emplace_back(static_cast<size_t>((bytes + 3) / 4 + 16), 0.25f);
@@ -59,13 +58,16 @@ std::vector<double> measure_link_savings(const PrimGraph& g, const Kernel& k, Co
     int64_t bytes = compiled.input_layout_bytes(i);
     compiled.keep_input_layout(i);
     ptrs[i] = buffer(bytes);
-    touched[i] = {ptrs[i], bytes};
+    read_back[i] = {ptrs[i], bytes};
   }
   int64_t out_bytes = linked_output ? compiled.output_layout_bytes() : 0;
   if (linked_output) compiled.keep_output_layout();
   void* out = buffer(std::max<int64_t>(out_bytes, static_cast<int64_t>(dense_bytes(g, k.output))));
+  std::vector<MemorySpan> touched = compiled.held_memory();
+  touched.emplace_back(out, std::max<int64_t>(out_bytes, static_cast<int64_t>(dense_bytes(g, k.output))));
   double linked_seconds =
-      median_run_seconds([&] { compiled.run(ptrs, out); }, 5, 0.02, [&] { cache_state.prepare(touched); });
+      median_run_seconds([&] { compiled.run(ptrs, out); }, 5, 0.02, [&] { cache_state.prepare(read_back, touched); },
+                         stats, kKernelMedianStableWithin);
   double saved = std::max(0.0, dense_seconds - linked_seconds);
   double total_bytes = linked_output ? dense_bytes(g, k.output) : 0.0;
   for (int i : linked_inputs) total_bytes += dense_bytes(g, k.inputs[i]);

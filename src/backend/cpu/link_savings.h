@@ -9,6 +9,7 @@
 
 #include "backend/cpu/cache_state.h"
 #include "backend/cpu/compiled_kernel.h"
+#include "backend/timing.h"
 
 namespace korch::cpu {
 
@@ -16,6 +17,6 @@ namespace korch::cpu {
 // reading and writing internal layouts.
 std::vector<double> measure_link_savings(const PrimGraph& g, const Kernel& k, CompiledKernel& compiled,
                                          const std::vector<const void*>& inputs, double dense_seconds,
-                                         CacheState& cache_state);
+                                         CacheState& cache_state, TimingStats* stats);
 
 }  // namespace korch::cpu

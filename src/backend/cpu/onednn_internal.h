@@ -112,6 +112,9 @@ class OnednnKernel final : public CompiledKernel {
  public:
   void run(const std::vector<const void*>& inputs, void* output) override;
   std::string describe() const override;
+  // Its execution arguments that are not the run's inputs or output: constant weights, bias and
+  // binary operands (reordered at build time or wrapped), reorder targets.
+  std::vector<std::pair<const void*, int64_t>> held_memory() const override;
 
   std::string output_layout() const override;
   int64_t output_layout_bytes() const override;

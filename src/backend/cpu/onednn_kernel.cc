@@ -60,6 +60,24 @@ std::string OnednnKernel::describe() const {
   return description_ + " [" + (one_layout ? layout + " " : "") + kept + " kept]";
 }
 
+std::vector<std::pair<const void*, int64_t>> OnednnKernel::held_memory() const {
+  std::vector<const dnnl_memory*> external;  // bound to the run's inputs and output
+  for (const Binding& b : bindings_) {
+    external.push_back(b.user.get());
+    if (b.kept) external.push_back(b.internal.get());
+  }
+  external.push_back(out_user_.get(true));
+  if (out_kept_) external.push_back(out_internal_.get());
+  std::vector<std::pair<const void*, int64_t>> held;
+  for (const auto& [arg, m] : args_) {
+    if (!m || std::find(external.begin(), external.end(), m.get()) != external.end()) continue;
+    const void* data = m.get_data_handle();
+    auto bytes = static_cast<int64_t>(m.get_desc().get_size());
+    if (data && bytes > 0) held.emplace_back(data, bytes);
+  }
+  return held;
+}
+
 std::string OnednnKernel::output_layout() const { return out_reorder_ || out_kept_ ? out_key_ : ""; }
 
 int64_t OnednnKernel::output_layout_bytes() const {

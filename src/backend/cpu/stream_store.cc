@@ -31,18 +31,29 @@ extern "C" int korch_stream_rows(void* dst, int32_t dst_offset, const void* src,
 
 namespace korch::cpu {
 
+namespace {
+
+// Bytes of cpu0's cache `index` (sysfs), `fallback` when unknown.
+int64_t sysfs_cache_bytes(int index, int64_t fallback) {
+  std::ifstream f("/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index) + "/size");
+  int64_t value = 0;
+  std::string unit;
+  if (!(f >> value && value > 0)) return fallback;
+  f >> unit;
+  return value * (unit == "K" || unit.empty() ? 1024 : unit == "M" ? 1024 * 1024 : 1);
+}
+
+}  // namespace
+
 int64_t last_level_cache_bytes() {
-  static const int64_t cached = [] {  // read once: variants_of asks for every candidate kernel
-    int64_t bytes = int64_t{32} << 20;
-    std::ifstream f("/sys/devices/system/cpu/cpu0/cache/index3/size");
-    int64_t value = 0;
-    std::string unit;
-    if (f >> value && value > 0) {
-      f >> unit;
-      bytes = value * (unit == "K" || unit.empty() ? 1024 : unit == "M" ? 1024 * 1024 : 1);
-    }
-    return std::min<int64_t>(bytes, int64_t{256} << 20);
-  }();
+  // Read once: variants_of asks for every candidate kernel.
+  static const int64_t cached = std::min<int64_t>(sysfs_cache_bytes(3, int64_t{32} << 20), int64_t{256} << 20);
+  return cached;
+}
+
+int64_t private_cache_bytes() {
+  static const int64_t cached =
+      std::clamp<int64_t>(sysfs_cache_bytes(2, int64_t{2} << 20), int64_t{256} << 10, int64_t{64} << 20);
   return cached;
 }
 

@@ -23,6 +23,8 @@ namespace korch::cpu {
 // Bytes of the last-level cache the CPU's cores share (sysfs; sysconf's figure can be the whole
 // package's, 320 MiB on a VM slice of a 32 MiB-per-CCD EPYC), 32 MiB when unknown, at most 256 MiB.
 int64_t last_level_cache_bytes();
+// Bytes of one core's L2 cache (sysfs), 2 MiB when unknown, between 256 KiB and 64 MiB.
+int64_t private_cache_bytes();
 
 // Outputs of at least this many bytes may be written with streaming stores (a schedule variant
 // that profiling times like the others): the last-level cache's size, so that an output that the

@@ -3,6 +3,7 @@
 // with the L2 cache flushed before each timed run, and a plan's launches recorded once as a CUDA
 // graph. Constructing it needs a CUDA device (CudaContext::get() says why not in one line);
 // nothing else in korch does.
+#include <chrono>
 #include <memory>
 
 #include "backend/backend.h"
@@ -119,9 +120,24 @@ class CudaBackend final : public Backend {
   void download(void* host, const void* device, int64_t bytes) override { ctx_.download(host, device, bytes); }
   void synchronize() override { ctx_.synchronize(); }
 
-  void prepare_cache_state(const std::vector<std::pair<const void*, int64_t>>& /*inputs*/) override { ctx_.flush_l2(); }
-  double median_seconds(const std::function<void()>& run, const std::function<void()>& prepare) override {
-    return ctx_.median_seconds(run, prepare);
+  void prepare_cache_state(const std::vector<std::pair<const void*, int64_t>>& /*inputs*/,
+                           const std::vector<std::pair<const void*, int64_t>>& /*touched*/) override {
+    ctx_.flush_l2();
+  }
+  // The runs are timed on the device (events); stats gets their counts and the wall time of the
+  // whole timing as timed seconds.
+  double median_seconds(const std::function<void()>& run, const std::function<void()>& prepare,
+                        TimingStats* stats) override {
+    constexpr int kWarmup = 3, kRepeats = 15;
+    auto start = std::chrono::steady_clock::now();
+    double median = ctx_.median_seconds(run, prepare, kWarmup, kRepeats);
+    if (stats) {
+      stats->warmup_runs += kWarmup;
+      stats->timed_runs += kRepeats;
+      stats->prepares += kWarmup + kRepeats;
+      stats->timed_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    }
+    return median;
   }
 
   std::unique_ptr<RecordedLaunches> record(const std::function<void()>& launches, std::string* why_not) override {

@@ -157,6 +157,28 @@ TEST(OnednnKernel, ConvLayoutVariants) {
   EXPECT_EQ(cpu::schedule_variants(m.g, make_kernel(m.g, m.all_prims())), 1);
 }
 
+// A cache reset evicts what the kernel holds (held_memory): its constant weights (at least their
+// bytes) but never the run's input or output buffers, which the profiler passes itself.
+TEST(OnednnKernel, HeldMemoryHasTheWeightsAndNotTheRunsBuffers) {
+  Builder b;
+  TensorId y = b.conv(b.input({1, 16, 12, 12}), b.constant({32, 16, 3, 3}), {1, 1}, {1, 1, 1, 1}, {1, 1});
+  b.op(PrimOp::Add, {y, b.constant({1, 32, 1, 1})});
+  Kernel k = make_kernel(b.g, b.all_prims());
+  std::string why;
+  std::unique_ptr<cpu::CompiledKernel> compiled = cpu::compile_kernel(b.g, k, &why);
+  ASSERT_NE(compiled, nullptr) << why;
+  TensorData x(DType::F32, {1, 16, 12, 12}), out(DType::F32, {1, 32, 12, 12});
+  compiled->run({x.raw(), nullptr, nullptr}, out.raw());
+  int64_t held = 0;
+  for (const auto& [data, bytes] : compiled->held_memory()) {
+    EXPECT_NE(data, x.raw());
+    EXPECT_NE(data, static_cast<const void*>(out.raw()));
+    EXPECT_GT(bytes, 0);
+    held += bytes;
+  }
+  EXPECT_GE(held, int64_t{32 * 16 * 3 * 3 * 4});
+}
+
 TEST(OnednnKernel, MatMulConstantBTransposedVariant) {
   // Variant 1 of a MatMul with a constant B stores B transposed (N x K); both variants match
   // the reference, with a bias and a residual, for 2-D and batched (broadcast) B.
