@@ -182,9 +182,8 @@ class Backend {
   // untimed before every timed run.
   virtual void prepare_cache_state(const std::vector<std::pair<const void*, int64_t>>& /*inputs*/,
                                    const std::vector<std::pair<const void*, int64_t>>& /*touched*/) {}
-  // Median seconds of `run` with `prepare` untimed before each run (warm-up excluded; the CPU
-  // backends stop once the median is stable to kKernelMedianStableWithin); `stats` (may be
-  // null) is added what the timing cost.
+  // Median seconds of `run` with `prepare` untimed before each run (warm-up excluded); `stats`
+  // (may be null) is added what the timing cost.
   virtual double median_seconds(const std::function<void()>& run, const std::function<void()>& prepare,
                                 TimingStats* stats);
   virtual LayoutLinker* layout_linker() { return nullptr; }

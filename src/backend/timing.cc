@@ -25,7 +25,7 @@ TimingStats& TimingStats::operator+=(const TimingStats& other) {
 }
 
 double median_run_seconds(const std::function<void()>& run, int min_runs, double budget_seconds,
-                          const std::function<void()>& prepare, TimingStats* stats, double stable_within) {
+                          const std::function<void()>& prepare, TimingStats* stats) {
   TimingStats local;
   auto prepare_timed = [&] {
     if (!prepare) return;
@@ -41,7 +41,7 @@ double median_run_seconds(const std::function<void()>& run, int min_runs, double
     local.warmup_seconds += seconds_since(t0);
     ++local.warmup_runs;
   }
-  std::vector<double> times, sorted;
+  std::vector<double> times;
   auto start = Clock::now();
   while (static_cast<int>(times.size()) < min_runs || (seconds_since(start) < budget_seconds && times.size() < 200)) {
     prepare_timed();
@@ -49,21 +49,10 @@ double median_run_seconds(const std::function<void()>& run, int min_runs, double
     run();
     times.push_back(seconds_since(t0));
     local.timed_seconds += times.back();
-    sorted.insert(std::upper_bound(sorted.begin(), sorted.end(), times.back()), times.back());
-    if (stable_within > 0 && static_cast<int>(times.size()) >= std::max(min_runs, 3) &&
-        median_is_stable(sorted, stable_within))
-      break;
   }
   local.timed_runs = static_cast<int>(times.size());
   if (stats) *stats += local;
   return median_of(std::move(times));
-}
-
-bool median_is_stable(const std::vector<double>& sorted, double within) {
-  size_t mid = sorted.size() / 2;
-  if (sorted.size() < 3 || mid + 1 >= sorted.size()) return false;
-  double median = sorted[mid];
-  return median - sorted[mid - 1] <= within * median && sorted[mid + 1] - median <= within * median;
 }
 
 double median_of(std::vector<double> values) {

@@ -23,16 +23,8 @@ struct TimingStats {
 double median_of(std::vector<double> values);
 // Median seconds of `run` (two warm-up runs, then at least `min_runs` and ~`budget_seconds` of
 // wall time, at most 200 runs). `prepare` (optional) runs untimed before every run. `stats`
-// (optional) is added what the timing cost. With `stable_within` > 0 the runs stop before the
-// budget once the median is stable to that fraction: after at least `min_runs`, when the samples
-// on either side of the median (sorted) lie within stable_within x median of it; one more sample
-// moves the median at most to one of them.
+// (optional) is added what the timing cost.
 double median_run_seconds(const std::function<void()>& run, int min_runs = 5, double budget_seconds = 0.02,
-                          const std::function<void()>& prepare = {}, TimingStats* stats = nullptr,
-                          double stable_within = 0);
-// How stable the profiler's kernel medians must be to stop before the budget: 3%.
-inline constexpr double kKernelMedianStableWithin = 0.03;
-// Whether the median of `sorted` (ascending, at least 3 values) is stable to `within` (above).
-bool median_is_stable(const std::vector<double>& sorted, double within);
+                          const std::function<void()>& prepare = {}, TimingStats* stats = nullptr);
 
 }  // namespace korch
