@@ -165,6 +165,22 @@ std::vector<int64_t> broadcast_strides(const Shape& shape, const Shape& to) {
   return out;
 }
 
+// The element offset of each batch entry (the dims before the last two, flattened row-major) of
+// a view with `shape` and `strides`, starting at `offset`.
+std::vector<int64_t> batch_offsets(const Shape& shape, const std::vector<int64_t>& strides, int64_t offset) {
+  const Shape batch(shape.begin(), shape.end() - 2);
+  std::vector<int64_t> offsets;
+  for (int64_t b = 0; b < num_elements(batch); ++b) {
+    int64_t rest = b, at = offset;
+    for (size_t d = batch.size(); d-- > 0;) {
+      at += (rest % batch[d]) * strides[d];
+      rest /= batch[d];
+    }
+    offsets.push_back(at);
+  }
+  return offsets;
+}
+
 // One GEMM operand of a batch entry: a matrix of a strided view whose rows or columns are
 // contiguous, as dnnl_sgemm takes it (trans 'N': row-major with leading dimension ld; 'T': the
 // transpose of such a matrix).
@@ -196,15 +212,7 @@ std::optional<Matrix> gemm_matrix(const StridedView& v, int input, bool transpos
       *why_not = str_cat("the attention's ", name, " view has strides ", rs, ", ", cs, " (no contiguous axis)");
     return std::nullopt;
   }
-  Shape batch(v.shape.begin(), v.shape.end() - 2);
-  for (int64_t b = 0; b < num_elements(batch); ++b) {
-    int64_t rest = b, offset = v.offset;
-    for (size_t d = batch.size(); d-- > 0;) {
-      offset += (rest % batch[d]) * v.strides[d];
-      rest /= batch[d];
-    }
-    m.batch_offset.push_back(offset);
-  }
+  m.batch_offset = batch_offsets(v.shape, v.strides, v.offset);
   return m;
 }
 
@@ -248,15 +256,7 @@ class AttentionKernel final : public CompiledKernel {
       const size_t rank = scores.size();
       s.row_stride = strides[rank - 2];
       s.col_stride = strides[rank - 1];
-      Shape batch_shape(scores.begin(), scores.end() - 2);
-      for (int64_t b = 0; b < batch_; ++b) {
-        int64_t rest = b, offset = 0;
-        for (size_t d = batch_shape.size(); d-- > 0;) {
-          offset += (rest % batch_shape[d]) * strides[d];
-          rest /= batch_shape[d];
-        }
-        s.batch_offset.push_back(offset);
-      }
+      s.batch_offset = batch_offsets(scores, strides, 0);
       steps_.push_back(std::move(s));
     }
     const int64_t budget = kScoreBudgetFloats[std::clamp(k.schedule, 0, kVariants - 1)];
