@@ -110,7 +110,7 @@ std::vector<KernelCase> linear_kernel_cases() {
 
 // Softmax attention: S = Q Kt, score steps, E = exp(S' - rowmax), Y = (E V) / rowsum(E).
 PrimGraph attention_graph(const Shape& batch, int64_t m, int64_t n, int64_t dk, int64_t dv, bool scale, bool mask,
-                          bool scale_first) {
+                          bool scale_first, float scale_by) {
   LinearGraph b;
   auto dims = [&](int64_t r, int64_t c) {
     Shape s = batch;
@@ -119,7 +119,7 @@ PrimGraph attention_graph(const Shape& batch, int64_t m, int64_t n, int64_t dk, 
     return s;
   };
   TensorId s = b.op(PrimOp::MatMul, {b.input(dims(m, dk)), b.input(dims(dk, n))});
-  if (scale) s = scale_first ? b.op(PrimOp::Mul, {b.scalar(0.125), s}) : b.op(PrimOp::Div, {s, b.scalar(8.0)});
+  if (scale) s = scale_first ? b.op(PrimOp::Mul, {b.scalar(scale_by), s}) : b.op(PrimOp::Div, {s, b.scalar(8.0)});
   if (mask) s = b.op(PrimOp::Add, {s, b.input({1, n})});  // broadcast over batch and rows
   TensorId mx = b.op(PrimOp::ReduceMax, {s}, axes({static_cast<int64_t>(batch.size()) + 1}, 1));
   TensorId e = b.op(PrimOp::Exp, {b.op(PrimOp::Sub, {s, mx})});
@@ -135,6 +135,8 @@ std::vector<KernelCase> attention_kernel_cases() {
                 }});
   cs.push_back({"attention, scale operand first, 40 keys, dv != dk",
                 [] { return attention_graph({4}, 9, 40, 16, 5, true, false, true); }});
+  cs.push_back({"attention scaled by zero (a scale alpha cannot take), masked",
+                [] { return attention_graph({3}, 6, 20, 4, 4, true, true, true, 0.0f); }});
   cs.push_back(
       {"attention between layout chains, as PyTorch exports multi-head attention", [] {
          // qkv [seq, 1, 3 * heads * dk] -> Q, K, V [heads, seq, dk] through Slice, Reshape,

@@ -27,9 +27,9 @@ std::vector<KernelCase> linear_kernel_cases();
 // Softmax attention (plan/attention_pattern.h): two MatMuls around a row softmax, one kernel.
 std::vector<KernelCase> attention_kernel_cases();
 // The attention graph of those cases: Q [batch.., m, dk], Kt [batch.., dk, n], V [batch.., n, dv];
-// scores divided by 8 (or, scale_first, 0.125 * S) and plus a [1, n] mask where asked.
+// scores divided by 8 (or, scale_first, scale_by * S) and plus a [1, n] mask where asked.
 PrimGraph attention_graph(const Shape& batch, int64_t m, int64_t n, int64_t dk, int64_t dv, bool scale, bool mask,
-                          bool scale_first = false);
+                          bool scale_first = false, float scale_by = 0.125f);
 
 // The kernel of all of a case graph's primitives.
 Kernel whole_graph_kernel(const PrimGraph& g);

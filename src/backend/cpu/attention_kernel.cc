@@ -5,10 +5,13 @@
 // never reach memory, and each row sees its exact maximum (no running rescale), so the kernel
 // computes the same expression as the primitives, in a different order only inside the GEMMs.
 // GEMMs: oneDNN's dnnl_sgemm, single-threaded inside the kernel's OpenMP loop over
-// (batch entry, row block). Schedule variants: the score buffer's budget per thread.
+// (batch entry, row block); leading scalar scales of the scores become the first GEMM's alpha.
+// Each row's steps, max, exp and sum run while the row is in L1, the exp with AVX-512 where the
+// CPU has it. Schedule variants: the score buffer's budget per thread.
 // Also compile_library_kernel, the dispatch korch and exported packages share for kernels with
 // Linear primitives.
 #include <dnnl.h>
+#include <immintrin.h>
 #include <omp.h>
 
 #include <algorithm>
@@ -24,9 +27,10 @@
 namespace korch::cpu {
 namespace {
 
-// Floats of scores one thread keeps per row block, by schedule variant: 256 KiB (an L2 share of
-// most x86 cores) and 64 KiB (near L1 on cores with small L2).
-constexpr int64_t kScoreBudgetFloats[] = {64 * 1024, 16 * 1024};
+// Floats of scores one thread keeps per row block, by schedule variant: 1 MiB (half of the 2 MiB L2
+// of recent x86 server cores) and 256 KiB (cores with a small L2). Each thread's buffer is kept
+// between runs.
+constexpr int64_t kScoreBudgetFloats[] = {256 * 1024, 64 * 1024};
 constexpr int kVariants = 2;
 
 // One elementwise step on the scores: x = x op operand, or operand op x (operand_first).
@@ -77,9 +81,9 @@ using I16 = int32_t __attribute__((vector_size(64)));
   std::memcpy(values, &result, sizeof result);
 }
 
-// Row max, then x = exp(x - max) in place; returns the row sum. Compiled for AVX-512, AVX2 and
+// Row max, then x = exp(x - max) in place; returns the row sum. Compiled for AVX2 and
 // the baseline, picked at load time.
-__attribute__((target_clones("avx512f", "avx2", "default"))) float softmax_numerator(float* row, int64_t n) {
+__attribute__((target_clones("avx2", "default"))) float softmax_numerator(float* row, int64_t n) {
   int64_t j = 0;
   V16 vmax = V16{} - INFINITY;
   for (; j + 16 <= n; j += 16) {
@@ -99,6 +103,54 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) float softmax_numer
     s += row[j];
   }
   return s;
+}
+
+// softmax_numerator with AVX-512 intrinsics: the same Cody-Waite reduction and polynomial, with
+// 2^n applied by vscalefps (which also gives 0 below -103.9, where the reference underflows to at
+// most 1e-45, and keeps NaN). Zero-masking forms with every lane set: the unmasked intrinsics
+// trip GCC 12's -Wuninitialized inside its own header.
+constexpr __mmask16 kAll = 0xFFFF;
+__attribute__((target("avx512f"))) float softmax_numerator_avx512(float* row, int64_t n) {
+  int64_t j = 0;
+  __m512 vmax = _mm512_set1_ps(-INFINITY);
+  for (; j + 16 <= n; j += 16) vmax = _mm512_maskz_max_ps(kAll, vmax, _mm512_loadu_ps(row + j));
+  float lanes[16];
+  _mm512_storeu_ps(lanes, vmax);
+  float m = *std::max_element(lanes, lanes + 16);
+  for (; j < n; ++j) m = std::max(m, row[j]);
+  const __m512 shift = _mm512_set1_ps(m), floor = _mm512_set1_ps(-104.0f);
+  __m512 vsum = _mm512_setzero_ps();
+  for (j = 0; j + 16 <= n; j += 16) {
+    const __m512 x = _mm512_maskz_max_ps(kAll, floor, _mm512_sub_ps(_mm512_loadu_ps(row + j), shift));  // NaN stays
+    const __m512 k = _mm512_maskz_roundscale_ps(kAll, _mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                                _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(k, _mm512_set1_ps(0.693359375f), x);
+    r = _mm512_fnmadd_ps(k, _mm512_set1_ps(-2.12194440e-4f), r);
+    __m512 p = _mm512_set1_ps(1.9875691500E-4f);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507E-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073E-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894E-2f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459E-1f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201E-1f));
+    p = _mm512_fmadd_ps(_mm512_mul_ps(p, r), r, _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+    const __m512 e = _mm512_maskz_scalef_ps(kAll, p, k);
+    vsum = _mm512_add_ps(vsum, e);
+    _mm512_storeu_ps(row + j, e);
+  }
+  _mm512_storeu_ps(lanes, vsum);
+  float sum = 0;
+  for (float lane : lanes) sum += lane;
+  for (; j < n; ++j) {
+    row[j] = std::exp(row[j] - m);
+    sum += row[j];
+  }
+  return sum;
+}
+
+// The row's softmax numerator in place, returning its sum, by the widest code this CPU runs.
+float softmax_row(float* row, int64_t n) {
+  static const bool avx512 = __builtin_cpu_supports("avx512f");
+  return avx512 ? softmax_numerator_avx512(row, n) : softmax_numerator(row, n);
 }
 
 // f(row[j], o[j * stride]) updates row[j]; stride 0 broadcasts one value. 16 lanes at a time where
@@ -257,15 +309,19 @@ class AttentionKernel final : public CompiledKernel {
       s.row_stride = strides[rank - 2];
       s.col_stride = strides[rank - 1];
       s.batch_offset = batch_offsets(scores, strides, 0);
-      steps_.push_back(std::move(s));
+      const bool scalar = num_elements(g.tensor(operand).shape) == 1;
+      if (scalar && steps_.empty() && (s.op == PrimOp::Mul || (s.op == PrimOp::Div && !s.operand_first)))
+        alpha_steps_.push_back(std::move(s));
+      else
+        steps_.push_back(std::move(s));
     }
     const int64_t budget = kScoreBudgetFloats[std::clamp(k.schedule, 0, kVariants - 1)];
     rows_ = std::clamp<int64_t>(budget / std::max<int64_t>(n_, 1), 1, m_);
     const int views =
         !a.q_view.chain.empty() + !a.kt_view.chain.empty() + !a.v_view.chain.empty() + !a.y_view.chain.empty();
-    description_ =
-        str_cat("attention (fused softmax, ", rows_, " query rows x ", n_, " keys per block, ", steps_.size(),
-                " score steps, ", views, " strided views", alpha_ != 1 ? ", Q scaled" : "", ", dnnl_sgemm)");
+    description_ = str_cat("attention (fused softmax, ", rows_, " query rows x ", n_, " keys per block, ",
+                           steps_.size(), " score steps, ", alpha_steps_.size(), " scales in alpha, ", views,
+                           " strided views", alpha_ != 1 ? ", Q scaled" : "", ", dnnl_sgemm)");
     built_ = true;
   }
   bool built() const { return built_; }
@@ -275,28 +331,45 @@ class AttentionKernel final : public CompiledKernel {
     const float* kt = static_cast<const float*>(inputs[kt_.input]);
     const float* v = static_cast<const float*>(inputs[v_.input]);
     float* y = static_cast<float*>(output);
+    // Leading scalar scales fold into the QKt GEMM's alpha (at most an ulp per score away from
+    // scaling the product) unless the scale is 0 or not finite, where they run as steps.
+    float alpha = alpha_;
+    bool folded = true;
+    for (const ScoreStep& s : alpha_steps_) {
+      const float c = static_cast<const float*>(inputs[s.input])[0];
+      folded = folded && c != 0 && std::isfinite(c);
+      alpha = s.op == PrimOp::Mul ? alpha * c : alpha / c;
+    }
+    if (!folded) alpha = alpha_;
+    const std::vector<const ScoreStep*> steps = run_steps(folded);
     const int64_t blocks = (m_ + rows_ - 1) / rows_;
     const int64_t tasks = batch_ * blocks;
     int failed = 0;
+    const size_t threads = static_cast<size_t>(omp_get_max_threads());
+    if (scratch_.size() < threads) scratch_.resize(threads);
 #pragma omp parallel reduction(| : failed)
     {
-      std::vector<float> scores(static_cast<size_t>(rows_ * n_)), sums(static_cast<size_t>(rows_));
+      std::vector<float>& scratch = scratch_[static_cast<size_t>(omp_get_thread_num())];
+      scratch.resize(static_cast<size_t>(rows_ * n_ + rows_));
+      float* scores = scratch.data();
+      float* sums = scores + rows_ * n_;
 #pragma omp for schedule(static)
       for (int64_t task = 0; task < tasks; ++task) {
         const int64_t b = task / blocks, r0 = (task % blocks) * rows_, rows = std::min(rows_, m_ - r0);
-        failed |= dnnl_sgemm(q_.trans, kt_.trans, rows, n_, dk_, alpha_, q + q_.batch_offset[b] + r0 * q_.row_stride,
-                             q_.ld, kt + kt_.batch_offset[b], kt_.ld, 0.0f, scores.data(), n_) != dnnl_success;
-        for (const ScoreStep& s : steps_) {
-          const float* operand = static_cast<const float*>(inputs[s.input]) + s.batch_offset[b];
-          for (int64_t r = 0; r < rows; ++r)
-            apply_step(s.op, s.operand_first, scores.data() + r * n_, operand + (r0 + r) * s.row_stride, s.col_stride,
-                       n_);
+        failed |= dnnl_sgemm(q_.trans, kt_.trans, rows, n_, dk_, alpha, q + q_.batch_offset[b] + r0 * q_.row_stride,
+                             q_.ld, kt + kt_.batch_offset[b], kt_.ld, 0.0f, scores, n_) != dnnl_success;
+        for (int64_t r = 0; r < rows; ++r) {
+          float* row = scores + r * n_;
+          for (const ScoreStep* s : steps)
+            apply_step(s->op, s->operand_first, row,
+                       static_cast<const float*>(inputs[s->input]) + s->batch_offset[b] + (r0 + r) * s->row_stride,
+                       s->col_stride, n_);
+          sums[r] = softmax_row(row, n_);
         }
-        for (int64_t r = 0; r < rows; ++r) sums[r] = softmax_numerator(scores.data() + r * n_, n_);
         float* out = y + y_.batch_offset[b] + r0 * y_.row_stride;
-        failed |= dnnl_sgemm('N', v_.trans, rows, dv_, n_, 1.0f, scores.data(), n_, v + v_.batch_offset[b], v_.ld, 0.0f,
-                             out, y_.ld) != dnnl_success;
-        divide_rows(out, y_.ld, sums.data(), rows, dv_);
+        failed |= dnnl_sgemm('N', v_.trans, rows, dv_, n_, 1.0f, scores, n_, v + v_.batch_offset[b], v_.ld, 0.0f, out,
+                             y_.ld) != dnnl_success;
+        divide_rows(out, y_.ld, sums, rows, dv_);
       }
     }
     if (failed) fail("attention kernel: dnnl_sgemm failed");
@@ -305,10 +378,21 @@ class AttentionKernel final : public CompiledKernel {
   std::string describe() const override { return description_; }
 
  private:
+  // The score steps to apply one by one: all of them, or those after the ones folded into alpha.
+  std::vector<const ScoreStep*> run_steps(bool folded) const {
+    std::vector<const ScoreStep*> steps;
+    if (!folded)
+      for (const ScoreStep& s : alpha_steps_) steps.push_back(&s);
+    for (const ScoreStep& s : steps_) steps.push_back(&s);
+    return steps;
+  }
+
   Matrix q_, kt_, v_, y_;
   float alpha_ = 1;
   int64_t batch_ = 1, m_ = 0, n_ = 0, dk_ = 0, dv_ = 0, rows_ = 1;
-  std::vector<ScoreStep> steps_;
+  std::vector<ScoreStep> alpha_steps_;       // leading steps that scale by one value
+  std::vector<ScoreStep> steps_;             // the others
+  std::vector<std::vector<float>> scratch_;  // per thread: a block's scores, then its row sums
   std::string description_;
   bool built_ = false;
 };
