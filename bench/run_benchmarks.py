@@ -69,12 +69,20 @@ PAPER_MODELS = ["candy", "segformer_b0", "efficientvit_b1", "yolox_nano", "yolov
 # transformer_encoder is BERT-sized: BERT-base's widths (768, 12 heads, FFN 3072, 128 tokens), 2 layers.
 TORCHVISION_MODELS = {
     "vit_b_16": (("vit_b_16", []), ("tiny_vit", ["--size", "32"])),
+    "vit_b_16_384": (("vit_b_16", ["--size", "384"]), ("tiny_vit", ["--size", "64"])),
     "mobilenet_v3_large": (("mobilenet_v3_large", []), ("mobilenet_v3_large", ["--size", "32"])),
     "convnext_tiny": (("convnext_tiny", []), ("convnext_tiny", ["--size", "32"])),
     "efficientnet_b0": (("efficientnet_b0", []), ("efficientnet_b0", ["--size", "32"])),
     "transformer_encoder": (
         ("transformer_encoder", ["--layers", "2", "--d-model", "768", "--heads", "12", "--ff", "3072", "--seq", "128"]),
         ("transformer_encoder", ["--layers", "1", "--d-model", "64", "--heads", "4", "--ff", "128", "--seq", "16"])),
+    # Long-sequence encoders (issue 26): attention's [seq, seq] scores dominate the memory traffic.
+    "encoder_1024": (
+        ("transformer_encoder", ["--layers", "2", "--d-model", "256", "--heads", "4", "--ff", "1024", "--seq", "1024"]),
+        ("transformer_encoder", ["--layers", "1", "--d-model", "64", "--heads", "2", "--ff", "128", "--seq", "256"])),
+    "encoder_4096": (
+        ("transformer_encoder", ["--layers", "2", "--d-model", "256", "--heads", "4", "--ff", "1024", "--seq", "4096"]),
+        ("transformer_encoder", ["--layers", "1", "--d-model", "64", "--heads", "2", "--ff", "128", "--seq", "512"])),
 }
 ALL_MODELS = PAPER_MODELS + list(TORCHVISION_MODELS)
 # The five models of the Korch paper's evaluation (BERT-base and ResNet-50 are extra here).
@@ -138,6 +146,18 @@ def log(*a):
 # ==========================================================================================
 # Peer mode (Python engines)
 # ==========================================================================================
+def proc_status_mib(pid, key):
+    """A memory figure of a process from /proc/PID/status (VmRSS, VmHWM: peak resident) in MiB, or None."""
+    try:
+        with open("/proc/%s/status" % pid) as f:
+            for line in f:
+                if line.startswith(key + ":"):
+                    return int(line.split()[1]) / 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
 def _peer_main(args):
     """Persistent benchmark peer: set up the engine, write its outputs, print `ready {json}`,
     then run once per stdin line and print the elapsed ms; `quit` or EOF ends it."""
@@ -157,6 +177,8 @@ def _peer_main(args):
         inputs = [read_tensor(os.path.join(ds, f)) for f in in_files]  # (name, array)
         refs = [read_tensor(os.path.join(ds, f)) for f in out_files]
         T = args.threads
+        # before the engine's library is imported: what the process holds besides the model
+        info["rss_base_mib"] = proc_status_mib("self", "VmRSS")
         if args.peer == "ort":
             import onnxruntime as rt
             so = rt.SessionOptions()
@@ -365,6 +387,7 @@ class Peer:
                                      stderr=self.logf, env=env, cwd=REPO, start_new_session=True)
         self.buf = b""
         self.info = {}
+        self.peak_rss_mib = None
         while True:
             line = self._readline(start_timeout - (time.perf_counter() - t0), "start")
             if line.startswith("ready"):
@@ -426,6 +449,7 @@ class Peer:
 
     def close(self):
         if self.proc.poll() is None:
+            self.peak_rss_mib = proc_status_mib(self.proc.pid, "VmHWM")
             try:
                 self.proc.stdin.write(b"quit\n")
                 self.proc.stdin.close()
@@ -924,6 +948,10 @@ def bench_model(args, name, korch_bin):
     res["cpu_during_rounds"] = window.stop()
     for e, p in list(peers.items()):
         p.close()
+        if p.peak_rss_mib is not None:
+            eng[e]["peak_rss_mib"] = round(p.peak_rss_mib, 1)
+            if p.info.get("rss_base_mib") is not None:
+                eng[e]["peak_over_base_mib"] = round(p.peak_rss_mib - p.info["rss_base_mib"], 1)
     for e in engines:
         ts = times.get(e, [])
         if ts:
@@ -1042,6 +1070,16 @@ def fmt_ms(x):
     if x >= 1:
         return "%.2f" % x
     return "%.3f" % x
+
+
+def fmt_memory(r):
+    """An engine's peak resident memory over its process's memory before the model was loaded (the
+    interpreter and libraries a Python peer imported first), and the whole process's peak."""
+    if r.get("peak_over_base_mib") is not None:
+        return "%.0f (process %.0f)" % (r["peak_over_base_mib"], r["peak_rss_mib"])
+    if r.get("peak_rss_mib") is not None:
+        return "process %.0f" % r["peak_rss_mib"]
+    return ""
 
 
 def geomean(xs):
@@ -1381,8 +1419,8 @@ def write_md(data, path, png_name):
                                               if m["rounds"] < data["args"]["rounds"] else "",
                                               cpu.get("own_cores", 0), cpu.get("foreign_cores", 0), cpu.get("wall_s")))
             w("")
-            w("| engine | median ms | p10-p90 ms | min ms | korch speedup | setup/compile | notes |")
-            w("|---|---:|---:|---:|---:|---|---|")
+            w("| engine | median ms | p10-p90 ms | min ms | korch speedup | peak memory MiB | setup/compile | notes |")
+            w("|---|---:|---:|---:|---:|---:|---|---|")
             for x in ENGINES:
                 r = e.get(x)
                 if r is None:
@@ -1400,13 +1438,15 @@ def write_md(data, path, png_name):
                     ok = all(v.get("pass") for v in r["vs_case_reference"])
                     note += " outputs vs case reference: %s" % ("match" if ok else "DIFFER (max abs %.2g)" % max(
                         v.get("max_abs", 0) for v in r["vs_case_reference"]))
+                mem = fmt_memory(r)
                 if r.get("median_ms"):
                     sp = m["speedup"].get(x)
-                    w("| %s | %s | %s-%s | %s | %s | %s | %s |" % (
+                    w("| %s | %s | %s-%s | %s | %s | %s | %s | %s |" % (
                         ENGINE_LABEL[x], fmt_ms(r["median_ms"]), fmt_ms(r["p10_ms"]), fmt_ms(r["p90_ms"]),
-                        fmt_ms(r["min_ms"]), "%.2fx" % sp if sp else "", "; ".join(setup), note.strip()))
+                        fmt_ms(r["min_ms"]), "%.2fx" % sp if sp else "", mem, "; ".join(setup), note.strip()))
                 else:
-                    w("| %s | - | - | - | | %s | %s |" % (ENGINE_LABEL[x], "; ".join(setup), short(note.strip())))
+                    w("| %s | - | - | - | | %s | %s | %s |" % (ENGINE_LABEL[x], mem, "; ".join(setup),
+                                                             short(note.strip())))
             w("")
         o = m.get("optimize")
         if o:

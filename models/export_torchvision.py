@@ -127,6 +127,12 @@ def _tv(fn_name, **kw):
     return build
 
 
+def _build_vit_b_16(args):
+    """ViT-B/16 at the requested image size (224 by default; 384 gives 577 tokens)."""
+    import torchvision.models as tvm
+    return tvm.vit_b_16(weights=None, image_size=args.size)
+
+
 def _build_deeplab(args):
     import torchvision.models.segmentation as seg
     return SegOut(seg.deeplabv3_mobilenet_v3_large(
@@ -161,7 +167,7 @@ MODELS = {
     "mobilenet_v3_large": (_tv("mobilenet_v3_large"), 13, 224),
     "efficientnet_b0": (_tv("efficientnet_b0"), 13, 224),
     "convnext_tiny": (_tv("convnext_tiny"), 13, 224),
-    "vit_b_16": (_tv("vit_b_16"), 13, 224),
+    "vit_b_16": (_build_vit_b_16, 13, 224),
     "swin_t": (_tv("swin_t"), 13, 224),
     "deeplabv3_mobilenet_v3_large": (_build_deeplab, 13, 224),
     "tiny_cnn": (_build_tiny_cnn, 13, 32),

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "backend/backend.h"
@@ -330,9 +331,25 @@ int run_optimize(const std::string& model_path, const std::vector<std::string>& 
   return 0;
 }
 
+// This process's resident memory in MiB (/proc/self/status VmRSS; -1 where there is none).
+double resident_mib() {
+  std::ifstream status("/proc/self/status");
+  std::string key;
+  while (status >> key) {
+    if (key == "VmRSS:") {
+      double kib = -1;
+      status >> kib;
+      return kib < 0 ? -1 : kib / 1024;
+    }
+    status.ignore(std::numeric_limits<std::streamsize>::max(), '\n');
+  }
+  return -1;
+}
+
 int run_model(const std::string& model_path, const std::vector<std::string>& shapes, const std::string& plan_path,
               const std::vector<std::string>& input_specs, const std::string& out_dir, bool profile, bool serve,
               bool random, const OptimizeFlags& flags) {
+  const double resident_before_model = resident_mib();
   ImportedModel m = import_onnx_file(model_path, import_options(shapes));
   Plan plan =
       plan_path.empty() ? run_optimizer(m.graph, flags, "measured").result.korch : load_plan(m.graph, plan_path);
@@ -364,8 +381,11 @@ int run_model(const std::string& model_path, const std::vector<std::string>& sha
                         "--cost measured)\n"
                       : "(a plan written by another korch version? re-run korch optimize)\n");
   if (serve) {
-    // Benchmark peer mode: one run per line on stdin, its wall time (ms) on stdout.
-    std::cout << "ready " << plan.kernels.size() << " kernels" << std::endl;
+    // Benchmark peer mode: one run per line on stdin, its wall time (ms) on stdout. The ready line's
+    // resident memory before the model was read lets a benchmark tell the model's memory from the
+    // process's own.
+    nlohmann::json ready = {{"kernels", plan.kernels.size()}, {"rss_base_mib", resident_before_model}};
+    std::cout << "ready " << ready.dump() << std::endl;
     std::string line;
     while (std::getline(std::cin, line) && line != "quit") {
       auto s0 = std::chrono::steady_clock::now();
