@@ -330,6 +330,24 @@ std::vector<PartitionBaselines> baselines_by_partition(const PrimGraph& g, const
   return out;
 }
 
+// The greedy plan's predicted seconds for the partitions from a given one on (by where each greedy
+// kernel starts), for progress reports: the best plan so far takes the greedy kernels there.
+class GreedyRemainder {
+ public:
+  GreedyRemainder(const PrimGraph& g, const std::vector<Partition>& parts, const Plan& greedy)
+      : from_(parts.size() + 1, 0.0) {
+    std::vector<size_t> part_of(g.num_prims(), 0);
+    for (size_t i = 0; i < parts.size(); ++i)
+      for (PrimId p : parts[i].prims) part_of[p] = i;
+    for (const Kernel& k : greedy.kernels) from_[part_of[k.prims.front()]] += k.cost;
+    for (size_t i = parts.size(); i-- > 0;) from_[i] += from_[i + 1];
+  }
+  double seconds_after(size_t done) const { return from_[std::min(done, from_.size() - 1)]; }
+
+ private:
+  std::vector<double> from_;  // from_[i]: the greedy kernels starting in partitions i, i+1, ...
+};
+
 // The primitive sets chosen for an identical earlier partition, moved to this one's position.
 std::vector<std::vector<PrimId>> moved_sets(const std::vector<std::vector<PrimId>>& sets, PrimId offset) {
   std::vector<std::vector<PrimId>> out;
@@ -466,6 +484,9 @@ PartitionChoice choose_kernels(const PrimGraph& g, const Partition& part, std::v
   if (prices.measuring())
     for (size_t i = 0; i < cands.size(); ++i)
       if (cands[i].prims.size() > 1 && !prices.implementable(cands[i])) dropped[i] = 1;
+  if (!prices.measuring() && options.supported)
+    for (size_t i = 0; i < cands.size(); ++i)
+      if (cands[i].prims.size() > 1 && !options.supported(g, cands[i])) dropped[i] = 1;
   if (prices.measuring())
     for (size_t i = 0; i < cands.size(); ++i)
       if (!dropped[i]) prices.take_cached(cands[i]);
@@ -589,6 +610,17 @@ OptimizeResult optimize(const PrimGraph& g, CostModel& cost, const OptimizeOptio
   Plan korch;
   korch.strategy = "korch";
   korch.cost_model = cost_name;
+  GreedyRemainder greedy_left(g, parts, result.greedy);
+  auto report_progress = [&](size_t done) {
+    if (!options.progress) return;
+    OptimizeProgress p;
+    p.partitions_done = static_cast<int>(done);
+    p.partitions = static_cast<int>(parts.size());
+    for (const Kernel& k : korch.kernels) p.best_plan_seconds += k.cost;
+    p.best_plan_seconds += greedy_left.seconds_after(done);
+    options.progress(p);
+  };
+  report_progress(0);
   for (size_t pi = 0; pi < parts.size(); ++pi) {
     const Partition& part = parts[pi];
     PartitionReport report;
@@ -615,6 +647,7 @@ OptimizeResult optimize(const PrimGraph& g, CostModel& cost, const OptimizeOptio
     }
     chosen_sets[pi] = std::move(sets);
     result.partitions.push_back(report);
+    report_progress(pi + 1);
   }
 
   // 4. The korch plan, validated; every plan's layout-link savings and code generator.

@@ -1,6 +1,7 @@
 // optimize(): the orchestration pipeline, from a primitive graph to the optimal plan and the
 // baseline plans, all priced by the same cost model.
 #pragma once
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,15 @@
 #include "plan/plan.h"
 
 namespace korch {
+
+// Where an optimisation stands, reported after the baselines and after each partition.
+struct OptimizeProgress {
+  int partitions_done = 0;
+  int partitions = 0;
+  // The best plan so far, predicted: the chosen kernels of the partitions done, the greedy plan's
+  // kernels for the rest (never above the greedy plan's prediction).
+  double best_plan_seconds = 0;
+};
 
 struct OptimizeOptions {
   PartitionOptions partition;
@@ -41,6 +51,12 @@ struct OptimizeOptions {
   // prices, measure the kernels the optimum uses, re-solve, until the optimum uses only
   // measured kernels; baseline plans are measured in full.
   KernelMeasurer* measurer = nullptr;
+  // With analytic costs (no measurer): the target backend's structural check. Fused candidates it
+  // rejects are left out, so that the plan's kernels are ones the backend generates rather than
+  // reference fallbacks; single-primitive kernels always stay (every backend runs them, if need be
+  // on the reference). Empty: every candidate is taken to be generated.
+  std::function<bool(const PrimGraph&, const Kernel&)> supported;
+  std::function<void(const OptimizeProgress&)> progress;  // optional
 };
 
 struct PartitionReport {

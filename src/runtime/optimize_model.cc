@@ -1,7 +1,9 @@
 // optimize_model() (see optimize_model.h).
 #include "runtime/optimize_model.h"
 
+#include <iomanip>
 #include <memory>
+#include <sstream>
 
 #include "cost/analytic.h"
 #include "util/error.h"
@@ -29,9 +31,31 @@ OptimizeOptions optimize_options(const ModelOptimizeSettings& s) {
   return options;
 }
 
-std::string profiling_line(const ProfilerStats& s) {
-  return str_cat("profiling: ", s.measured, " measured, ", s.cache_hits, " cached, ", s.dropped, " dropped (",
-                 static_cast<int>(s.seconds + s.prepare_seconds), " s)");
+// One status line: kernels measured (and the schedule variants compiled for them), taken from the
+// cache and dropped; partitions done and the best plan so far.
+std::string progress_line(const ProfilerStats& s, const OptimizeProgress& p) {
+  std::ostringstream line;
+  line << std::setprecision(3) << "profiling: " << s.measured << " measured (" << s.variants << " compiled), "
+       << s.cache_hits << " cached, " << s.dropped << " dropped (" << static_cast<int>(s.seconds + s.prepare_seconds)
+       << " s); ";
+  if (p.partitions == 0)
+    line << "baseline plans";
+  else
+    line << "partitions " << p.partitions_done << "/" << p.partitions << ", best plan so far "
+         << p.best_plan_seconds * 1e3 << " ms predicted";
+  return line.str();
+}
+
+// The backend an analytic plan is for, when it can be created here (its fused candidates are
+// limited to what it generates); null where it cannot (a CUDA backend on a machine without a GPU),
+// and the plan then takes every candidate to be generated.
+std::shared_ptr<Backend> analytic_target(const ModelOptimizeSettings& s) {
+  if (s.backend.empty()) return nullptr;
+  try {
+    return make_backend(s.backend, BackendOptions{s.threads, s.tf32});
+  } catch (const Error&) {
+    return nullptr;
+  }
 }
 
 }  // namespace
@@ -42,6 +66,10 @@ ModelOptimizeRun optimize_model(const PrimGraph& g, const ModelOptimizeSettings&
   OptimizeOptions options = optimize_options(settings);
   ModelOptimizeRun run;
   if (settings.cost == "analytic") {
+    if (std::shared_ptr<Backend> target = analytic_target(settings))
+      options.supported = [target](const PrimGraph& graph, const Kernel& k) {
+        return target->supports(graph, k, nullptr);
+      };
     run.result = optimize(g, analytic, options);
     return run;
   }
@@ -51,7 +79,14 @@ ModelOptimizeRun optimize_model(const PrimGraph& g, const ModelOptimizeSettings&
   std::shared_ptr<Backend> backend = make_backend(settings.backend, BackendOptions{settings.threads, settings.tf32});
   ProfileCache cache(run.cache_path, settings.warn);
   Profiler profiler(*backend, &cache, settings.dropped);
-  if (settings.progress) profiler.set_progress([&](const ProfilerStats& s) { settings.progress(profiling_line(s)); });
+  OptimizeProgress where;
+  if (settings.progress) {
+    profiler.set_progress([&](const ProfilerStats& s) { settings.progress(progress_line(s, where)); });
+    options.progress = [&](const OptimizeProgress& p) {
+      where = p;
+      settings.progress(progress_line(profiler.stats(), where));
+    };
+  }
   options.measurer = &profiler;
   cache.begin_batch();
   run.result = optimize(g, analytic, options);

@@ -1,5 +1,6 @@
 // optimize_model(): the one optimisation pipeline the CLI, the C++ API and the Python module run.
-// With analytic costs it is optimize() with the analytic model. With measured costs it opens the
+// With analytic costs it is optimize() with the analytic model, over the fused candidates the
+// backend generates (when it can be created here). With measured costs it opens the
 // profile cache, builds the backend, profiles lazily through a Profiler on it with every cache
 // write in one batch, then (when plan_race is set) races the BLP's plan against the greedy plan
 // end to end (plan_race.h), whose medians go into the same batch. Bad settings (unknown cost
@@ -17,7 +18,8 @@ namespace korch {
 
 struct ModelOptimizeSettings {
   std::string cost = "measured";  // measured | analytic
-  std::string backend = "cpu";    // the backend that measures (measured costs only)
+  std::string backend = "cpu";    // measured costs: the backend that measures; analytic: the one
+                                  // whose structural check limits the fused candidates ("": none)
   int threads = 2;
   bool tf32 = false;       // GPU linear kernels may round operands to TF32 (BackendOptions::tf32)
   std::string cache_path;  // measured costs: the profile cache ("": ProfileCache::default_path())

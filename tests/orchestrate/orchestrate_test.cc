@@ -355,6 +355,58 @@ TEST(Optimize, FusedAttentionIsACandidateTheBlpCanChoose) {
   EXPECT_LT(fused.korch.predicted_seconds(), unfused.korch.predicted_seconds());
 }
 
+TEST(Optimize, ProgressGoesFromTheGreedyPlanToTheChosenOne) {
+  PrimGraph g = residual_net(4);
+  AnalyticCostModel model{MachineFigures{}};
+  std::vector<OptimizeProgress> seen;
+  OptimizeOptions options;
+  options.partition.max_prims = 8;
+  options.progress = [&seen](const OptimizeProgress& p) { seen.push_back(p); };
+  OptimizeResult r = optimize(g, model, options);
+  auto cost_sum = [](const Plan& p) {
+    double s = 0;
+    for (const Kernel& k : p.kernels) s += k.cost;
+    return s;
+  };
+  ASSERT_EQ(seen.size(), r.partitions.size() + 1);
+  ASSERT_GT(r.partitions.size(), 1u);
+  for (size_t i = 0; i < seen.size(); ++i) {
+    EXPECT_EQ(seen[i].partitions_done, static_cast<int>(i));
+    EXPECT_EQ(seen[i].partitions, static_cast<int>(r.partitions.size()));
+    EXPECT_LE(seen[i].best_plan_seconds, seen.front().best_plan_seconds * (1 + 1e-12));
+  }
+  EXPECT_DOUBLE_EQ(seen.front().best_plan_seconds, cost_sum(r.greedy));
+  EXPECT_DOUBLE_EQ(seen.back().best_plan_seconds, cost_sum(r.korch));
+}
+
+TEST(Optimize, AnalyticPlanKeepsToWhatTheTargetSupports) {
+  // A target that generates no fused kernel with a linear primitive: the analytic plan then fuses
+  // only memory-bound primitives, and still computes the graph.
+  PrimGraph g = residual_net(3);
+  AnalyticCostModel model{MachineFigures{}};
+  OptimizeResult unrestricted = optimize(g, model);
+  auto fuses_linear = [](const Plan& p) {
+    return std::any_of(p.kernels.begin(), p.kernels.end(),
+                       [](const Kernel& k) { return k.num_linear > 0 && k.prims.size() > 1; });
+  };
+  ASSERT_TRUE(fuses_linear(unrestricted.korch));
+  OptimizeOptions options;
+  int asked = 0;
+  options.supported = [&asked](const PrimGraph&, const Kernel& k) {
+    ++asked;
+    return k.num_linear == 0;
+  };
+  OptimizeResult restricted = optimize(g, model, options);
+  EXPECT_GT(asked, 0);
+  EXPECT_FALSE(fuses_linear(restricted.korch));
+  EXPECT_GE(restricted.korch.predicted_seconds(), unrestricted.korch.predicted_seconds());
+  TensorData x(DType::F32, {1, 4, 8, 8});
+  for (int64_t i = 0; i < x.size(); ++i) x.data<float>()[i] = static_cast<float>(i % 7) * 0.2f - 0.5f;
+  TensorData expect = reference::run_graph(g, {x})[0];
+  TensorData got = reference::run_plan(g, restricted.korch, {x})[0];
+  for (int64_t i = 0; i < got.size(); ++i) ASSERT_EQ(got.get_f64(i), expect.get_f64(i));
+}
+
 TEST(Blp, TimeLimitReturnsBestPlanWithGap) {
   // A tiny limit still yields a feasible plan (the warm start at worst) and says so.
   PrimGraph g = residual_net(4);

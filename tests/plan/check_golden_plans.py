@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""The orchestration's choices stay put: `korch optimize --cost analytic` with fixed machine
-figures (machine.json) on the tiny paper models and the shipped example must choose exactly the
+"""The orchestration's choices stay put: `korch optimize --cost analytic --backend reference` with
+fixed machine figures (machine.json; the reference backend runs every candidate, so no backend's
+coverage limits the choice) on the tiny paper models and the shipped example must choose exactly the
 kernels recorded in golden_plans.json (the korch, greedy and per-op plans, as primitive sets).
 A change to the optimiser, the candidates, the BLP or the analytic model that moves a choice
 fails here; when the move is intended, regenerate the file with --update and say why in the
@@ -23,8 +24,8 @@ def models(source_dir):
 def plans_of(korch, model, machine, work):
     os.makedirs(work, exist_ok=True)
     plan = os.path.join(work, "korch.json")
-    subprocess.run([korch, "optimize", model, "--cost", "analytic", "--machine", machine, "-o", plan,
-                    "--baselines", work], check=True, stdout=subprocess.DEVNULL)
+    subprocess.run([korch, "optimize", model, "--cost", "analytic", "--backend", "reference", "--machine", machine,
+                    "-o", plan, "--baselines", work], check=True, stdout=subprocess.DEVNULL)
     chosen = {}
     for strategy, path in [("korch", plan), ("greedy", os.path.join(work, "greedy.json")),
                            ("per-op", os.path.join(work, "per-op.json"))]:
