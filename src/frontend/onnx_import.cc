@@ -1,8 +1,10 @@
 // Import pipeline: parse -> opset check -> initializers -> graph inputs (static shapes) ->
-// fission of each node in order (its operator version at the opset must be one the rule
-// implements; with folding) -> outputs -> dead-code removal -> verify.
+// fission of each node in order (node_import.cc: its operator version at the opset must be one the
+// rule implements; with folding; control flow unrolled, control_flow.cc) -> outputs -> dead-code
+// removal -> verify.
 #include "frontend/onnx_import.h"
 
+#include <algorithm>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -11,6 +13,7 @@
 #include "fission/fission.h"
 #include "fission/onnx_tensor.h"
 #include "fission/onnx_versions.h"
+#include "frontend/node_import.h"
 #include "ir/printer.h"
 #include "onnx/onnx_pb.h"
 #include "util/error.h"
@@ -20,12 +23,6 @@ namespace korch {
 namespace {
 
 constexpr int kMinOpset = 1;
-
-std::string join(const std::vector<std::string>& v, const std::string& sep) {
-  std::string s;
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? sep : "") + v[i];
-  return s;
-}
 
 int default_domain_opset(const onnx::ModelProto& model) {
   int opset = -1;
@@ -94,6 +91,13 @@ std::pair<std::string, Shape> parse_input_shape(const std::string& spec) {
   return {name, shape};
 }
 
+std::vector<std::string> importable_onnx_ops() {
+  std::vector<std::string> ops = supported_onnx_ops();
+  ops.insert(ops.end(), control_flow_ops().begin(), control_flow_ops().end());
+  std::sort(ops.begin(), ops.end());
+  return ops;
+}
+
 ImportedModel import_onnx_file(const std::string& path, const ImportOptions& options) {
   std::ifstream f(path, std::ios::binary);
   if (!f) fail("cannot open model file '", path, "'");
@@ -114,81 +118,42 @@ ImportedModel import_onnx_model(const onnx::ModelProto& model, const std::string
   result.producer = model.producer_name() + " " + model.producer_version();
   const onnx::GraphProto& graph = model.graph();
   PrimGraph& g = result.graph;
-  std::unordered_map<std::string, TensorId> names;
+  Scope names;
 
   for (const auto& init : graph.initializer()) {
     if (init.name().empty()) fail("an initializer has no name");
     auto value =
         std::make_shared<const TensorData>(tensor_from_proto(init, base_dir, "initializer '" + init.name() + "'"));
     if (is_floating(value->dtype())) result.num_parameters += value->size();
-    names[init.name()] = g.add_constant(init.name(), std::move(value));
+    names.bind(init.name(), g.add_constant(init.name(), std::move(value)));
   }
   std::set<std::string> known_inputs;
   for (const auto& vi : graph.input()) {
     known_inputs.insert(vi.name());
-    if (names.count(vi.name())) continue;  // an initializer listed as an input (old exporters)
+    if (names.find(vi.name()) != kNone) continue;  // an initializer listed as an input (old exporters)
     auto bound = options.bound_inputs.find(vi.name());
     if (bound != options.bound_inputs.end()) {
-      names[vi.name()] = g.add_constant(vi.name(), std::make_shared<const TensorData>(bound->second));
+      names.bind(vi.name(), g.add_constant(vi.name(), std::make_shared<const TensorData>(bound->second)));
       continue;
     }
     if (!vi.type().has_tensor_type()) fail("input '", vi.name(), "' is not a tensor");
     DType dtype = dtype_from_onnx(vi.type().tensor_type().elem_type(), "input '" + vi.name() + "'");
     Shape shape = input_shape(vi, options);
     checked_num_elements(shape, dtype_size(dtype), "input '" + vi.name() + "'");
-    names[vi.name()] = g.add_input(vi.name(), dtype, std::move(shape));
+    names.bind(vi.name(), g.add_input(vi.name(), dtype, std::move(shape)));
     result.input_names.push_back(vi.name());
   }
   for (const auto& [name, shape] : options.input_shapes)
     if (!known_inputs.count(name)) fail("--input-shape names '", name, "', which is not an input of the model");
 
+  NodeImporter importer(g, result.opset, base_dir, result.op_histogram);
   for (int n = 0; n < graph.node_size(); ++n) {
     const onnx::NodeProto& node = graph.node(n);
-    std::string label = node.name().empty() ? node.op_type() + "_" + std::to_string(n) : node.name();
-    if (!node.domain().empty() && node.domain() != "ai.onnx")
-      fail("node '", label, "' (", node.op_type(), ") is in domain '", node.domain(),
-           "', which korch does not support (only the default ONNX domain)");
-    result.op_histogram[node.op_type()]++;
-    const FissionRule* rule = find_fission_rule(node.op_type());
-    if (!rule)
-      fail("node '", label, "': operator ", node.op_type(),
-           " is not supported; supported operators: ", join(supported_onnx_ops(), " "));
-    // 0: an operator the opset does not define yet (lenient: the rule's semantics apply).
-    int version = onnx_since_version(node.op_type(), result.opset);
-    if (version > 0 && !rule_handles_version(node.op_type(), version))
-      fail("node '", label, "': ", node.op_type(), " version ", version, " (opset ", result.opset,
-           ") is not supported");
-    std::vector<TensorId> inputs;
-    for (const std::string& in : node.input()) {
-      if (in.empty()) {
-        inputs.push_back(kNone);
-        continue;
-      }
-      auto it = names.find(in);
-      if (it == names.end())
-        fail("node '", label, "' (", node.op_type(), ") reads tensor '", in,
-             "', which is neither a graph input, an initializer nor an earlier node's output (missing initializer or "
-             "nodes out of order)");
-      inputs.push_back(it->second);
-    }
-    int32_t origin = g.add_origin(OpOrigin{label, node.op_type()});
-    onnx::NodeProto named = node;
-    named.set_name(label);
-    FissionContext ctx(g, named, result.opset, origin, std::move(inputs));
-    (*rule)(ctx);
-    std::vector<char> produced(node.output_size(), 0);
-    for (const auto& [index, tensor] : ctx.outputs()) {
-      produced[index] = 1;
-      if (!node.output(index).empty()) names[node.output(index)] = tensor;
-    }
-    for (int i = 0; i < node.output_size(); ++i)
-      if (!node.output(i).empty() && !produced[i])
-        fail("node '", label, "' (", node.op_type(), "): output ", i, " ('", node.output(i), "') is not supported");
+    importer.import_node(node, node.name().empty() ? node.op_type() + "_" + std::to_string(n) : node.name(), names);
   }
   for (const auto& vi : graph.output()) {
-    auto it = names.find(vi.name());
-    if (it == names.end()) fail("graph output '", vi.name(), "' is never produced");
-    TensorId t = it->second;
+    TensorId t = names.find(vi.name());
+    if (t == kNone) fail("graph output '", vi.name(), "' is never produced");
     // Give the output tensor its ONNX name (unless it is a graph input or shared).
     TensorInfo& info = g.mutable_tensor(t);
     if (info.producer != kNone) info.name = vi.name();

@@ -40,6 +40,12 @@ ImportedModel import_onnx_file(const std::string& path, const ImportOptions& opt
 // `base_dir` resolves external-data locations.
 ImportedModel import_onnx_model(const onnx::ModelProto& model, const std::string& base_dir,
                                 const ImportOptions& options = {});
+// The ONNX operators the importer handles itself rather than through a fission rule: control flow,
+// unrolled at import (If on a constant condition, Loop with a constant trip count or a condition
+// that folds, Scan over its static axis).
+const std::vector<std::string>& control_flow_ops();
+// Every operator korch imports: the fission rules' and control_flow_ops(), sorted.
+std::vector<std::string> importable_onnx_ops();
 // Parses --input-shape values like "input=1,3,224,224".
 std::pair<std::string, Shape> parse_input_shape(const std::string& spec);
 

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <filesystem>
@@ -678,8 +679,11 @@ int main(int argc, char** argv) {
     if (*ops) {
       // A Markdown table (the README's operator table is this output, scripts/update_readme_ops.sh).
       std::cout << "| operator | versions (since_version) implemented |\n|---|---|\n";
-      for (const std::string& op : korch::supported_onnx_ops()) {
+      const auto& control_flow = korch::control_flow_ops();
+      for (const std::string& op : korch::importable_onnx_ops()) {
         std::cout << "| " << op << " |";
+        if (std::find(control_flow.begin(), control_flow.end(), op) != control_flow.end())
+          std::cout << " every version, unrolled at import (constant condition, trip count or scan length)";
         auto it = korch::rule_handled_versions().find(op);
         if (it != korch::rule_handled_versions().end())
           for (size_t i = 0; i < it->second.size(); ++i) std::cout << (i ? ", " : " ") << it->second[i];
