@@ -1,9 +1,12 @@
 // optimize_model() (see optimize_model.h).
 #include "runtime/optimize_model.h"
 
+#include <cstdlib>
 #include <iomanip>
+#include <iostream>
 #include <memory>
 #include <sstream>
+#include <thread>
 
 #include "cost/analytic.h"
 #include "util/error.h"
@@ -58,6 +61,23 @@ std::shared_ptr<Backend> analytic_target(const ModelOptimizeSettings& s) {
   }
 }
 
+// Measured kernel times on a machine busier than it has cores include waiting for a core (a
+// parallel kernel waits for its slowest thread's time slice, ~10 ms), and a plan chosen on them is
+// no guide to an idle machine's: say so before profiling.
+void warn_if_busy(const ModelOptimizeSettings& s) {
+  double load = 0;
+  unsigned cores = std::thread::hardware_concurrency();
+  if (getloadavg(&load, 1) != 1 || cores == 0 || load <= 1.5 * cores) return;
+  std::ostringstream msg;
+  msg << std::setprecision(2) << "the machine is busy (load average " << load << " on " << cores
+      << " cores): measured kernel times will include waiting for a core, and the plan may be worse than one "
+         "measured on an idle machine";
+  if (s.warn)
+    s.warn(msg.str());
+  else
+    std::cerr << "korch: warning: " << msg.str() << std::endl;
+}
+
 }  // namespace
 
 ModelOptimizeRun optimize_model(const PrimGraph& g, const ModelOptimizeSettings& settings) {
@@ -78,6 +98,7 @@ ModelOptimizeRun optimize_model(const PrimGraph& g, const ModelOptimizeSettings&
   run.cache_path = settings.cache_path.empty() ? ProfileCache::default_path() : settings.cache_path;
   std::shared_ptr<Backend> backend = make_backend(settings.backend, BackendOptions{settings.threads, settings.tf32});
   ProfileCache cache(run.cache_path, settings.warn);
+  warn_if_busy(settings);
   Profiler profiler(*backend, &cache, settings.dropped);
   OptimizeProgress where;
   if (settings.progress) {

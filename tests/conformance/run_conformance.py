@@ -15,15 +15,7 @@ import sys
 
 import onnx
 
-
-def read_list(path):
-    items = {}
-    with open(path) as f:
-        for line in f:
-            body, _, comment = line.partition("#")
-            for word in body.split():
-                items[word] = comment.strip()
-    return items
+from case_lists import read_list  # this script's folder is on sys.path
 
 
 def main():

@@ -22,18 +22,10 @@ import re
 import subprocess
 import sys
 
+from case_lists import read_list  # this script's folder is on sys.path
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ATOL, RTOL = 1e-4, 1e-3
-
-
-def read_list(path):
-    items = {}
-    with open(path) as f:
-        for line in f:
-            body, _, comment = line.partition("#")
-            for word in body.split():
-                items[word] = comment.strip()
-    return items
 
 
 def short_reason(output):
