@@ -51,6 +51,13 @@ void ensure_registered() {
     register_rotary_embedding_rule();
     register_dft_rules();
     register_quantize_rules();
+    register_bitwise_rules();
+    register_inverse_trig_rules();
+    register_grid_sample_rule();
+    register_swiglu_rule();
+    register_reverse_sequence_rule();
+    register_col2im_rule();
+    register_affine_grid_rule();
   });
 }
 

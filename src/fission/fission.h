@@ -125,5 +125,12 @@ void register_rnn_rules();
 void register_rotary_embedding_rule();
 void register_dft_rules();
 void register_quantize_rules();
+void register_bitwise_rules();
+void register_inverse_trig_rules();
+void register_grid_sample_rule();
+void register_swiglu_rule();
+void register_reverse_sequence_rule();
+void register_col2im_rule();
+void register_affine_grid_rule();
 
 }  // namespace korch

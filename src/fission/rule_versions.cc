@@ -2,7 +2,8 @@
 // A version is listed once its semantics have been checked against the rule. Versions 22-28 of
 // the operators below only add element types (bfloat16, float4/6/8, int2/uint2) or clarify the
 // text, except: SpaceToDepth-28 adds `mode` (handled), Range-27 `stash_type` (float16/bfloat16
-// only), Cast-24 `round_mode` (float8e8m0 only), Mod-28 states the float fmod=0 semantics.
+// only), Cast-24 `round_mode` (float8e8m0 only), Mod-28 states the float fmod=0 semantics
+// (handled), BitShift-28 adds the signed integer types (handled).
 #include <algorithm>
 
 #include "fission/onnx_versions.h"
@@ -12,16 +13,25 @@ namespace korch {
 const std::map<std::string, std::vector<int>>& rule_handled_versions() {
   static const std::map<std::string, std::vector<int>> table = {
       {"Abs", {1, 6, 13}},
+      {"Acos", {7, 22}},
       {"Acosh", {9, 22}},
       {"Add", {1, 6, 7, 13, 14}},
+      {"AffineGrid", {20}},
       {"And", {1, 7}},
       {"ArgMax", {1, 11, 12, 13}},
       {"ArgMin", {1, 11, 12, 13}},
+      {"Asin", {7, 22}},
       {"Asinh", {9, 22}},
+      {"Atan", {7, 22}},
       {"Atanh", {9, 22}},
       {"Attention", {23, 24, 25}},
       {"AveragePool", {1, 7, 10, 11, 19, 22}},
       {"BatchNormalization", {1, 6, 7, 9, 14, 15}},
+      {"BitShift", {11, 28}},
+      {"BitwiseAnd", {18}},
+      {"BitwiseNot", {18}},
+      {"BitwiseOr", {18}},
+      {"BitwiseXor", {18}},
       {"BlackmanWindow", {17}},
       {"Cast", {1, 6, 9, 13, 19, 21, 23, 24, 25, 28}},
       {"CastLike", {15, 19, 21, 23, 24, 25}},
@@ -29,6 +39,7 @@ const std::map<std::string, std::vector<int>>& rule_handled_versions() {
       {"Celu", {12, 28}},
       {"CenterCropPad", {18}},
       {"Clip", {1, 6, 11, 12, 13}},
+      {"Col2Im", {18}},
       {"Concat", {1, 4, 11, 13}},
       {"Constant", {1, 9, 11, 12, 13, 19, 21, 23, 24, 25}},
       {"ConstantOfShape", {9, 20, 21, 23, 24, 25}},
@@ -63,6 +74,7 @@ const std::map<std::string, std::vector<int>>& rule_handled_versions() {
       {"GlobalMaxPool", {1, 22}},
       {"Greater", {1, 7, 9, 13}},
       {"GreaterOrEqual", {12, 16}},
+      {"GridSample", {16, 20, 22}},
       {"GroupNormalization", {18, 21}},
       {"HammingWindow", {17}},
       {"HannWindow", {17}},
@@ -104,6 +116,7 @@ const std::map<std::string, std::vector<int>>& rule_handled_versions() {
       {"QuantizeLinear", {10, 13, 19, 21, 23, 24, 25, 28}},
       {"RMSNormalization", {23}},
       {"RNN", {7, 14, 22}},
+      {"ReverseSequence", {10, 28}},
       {"Range", {11, 27}},
       {"Reciprocal", {1, 6, 13}},
       {"ReduceL1", {1, 11, 13, 18}},
@@ -144,6 +157,7 @@ const std::map<std::string, std::vector<int>>& rule_handled_versions() {
       {"STFT", {17}},
       {"Sub", {1, 6, 7, 13, 14}},
       {"Sum", {1, 6, 8, 13}},
+      {"SwiGLU", {28}},
       {"Swish", {24}},
       {"Tan", {7, 22}},
       {"Tanh", {1, 6, 13}},

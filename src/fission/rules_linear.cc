@@ -205,13 +205,7 @@ void register_linear_rules() {
     }
     int64_t group = c.attr_i("group", 1);
     if (group <= 0 || xs[1] % group) c.error("channels not divisible by group");
-    Attrs attrs;
-    attrs.set("strides", strides)
-        .set("pads", pads)
-        .set("dilations", dil)
-        .set("group", group)
-        .set("out_spatial", out_spatial);
-    TensorId y = c.emit(PrimOp::ConvTranspose, {x, w}, attrs);
+    TensorId y = c.emit(PrimOp::ConvTranspose, {x, w}, conv_transpose_attrs(strides, pads, dil, group, out_spatial));
     if (c.has_input(2)) y = add_channel_bias(c, y, c.input(2));
     c.set_output(0, y);
   });
