@@ -58,6 +58,10 @@ void ensure_registered() {
     register_reverse_sequence_rule();
     register_col2im_rule();
     register_affine_grid_rule();
+    register_det_rule();
+    register_max_unpool_rule();
+    register_roi_align_rule();
+    register_mean_variance_normalization_rule();
   });
 }
 

@@ -132,5 +132,9 @@ void register_swiglu_rule();
 void register_reverse_sequence_rule();
 void register_col2im_rule();
 void register_affine_grid_rule();
+void register_det_rule();
+void register_max_unpool_rule();
+void register_roi_align_rule();
+void register_mean_variance_normalization_rule();
 
 }  // namespace korch
