@@ -62,6 +62,7 @@ void ensure_registered() {
     register_max_unpool_rule();
     register_roi_align_rule();
     register_mean_variance_normalization_rule();
+    register_deform_conv_rule();
   });
 }
 

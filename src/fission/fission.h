@@ -136,5 +136,6 @@ void register_det_rule();
 void register_max_unpool_rule();
 void register_roi_align_rule();
 void register_mean_variance_normalization_rule();
+void register_deform_conv_rule();
 
 }  // namespace korch

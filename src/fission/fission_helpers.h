@@ -2,6 +2,7 @@
 // one-axis Slice/Pad/flip, and one-hot masks, all as existing primitives.
 #pragma once
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "fission/fission.h"
@@ -94,6 +95,19 @@ inline double highest_of(DType t) {
   if (t == DType::U64) return 1.8446744073709550e19;  // the largest double below 2^64
   return static_cast<double>(integer_max(t));
 }
+
+// How sample_grid interpolates and pads (GridSample's attributes).
+struct GridSampleSpec {
+  std::string mode;     // "linear", "nearest" or "cubic"
+  std::string padding;  // "zeros", "border" or "reflection"
+  bool align_corners;
+};
+
+// x [n, channels, spatial...] sampled as GridSample does at normalised coordinates in [-1, 1]
+// (one tensor per spatial axis, outermost first, each [n, points...]): [n, points..., channels]
+// (rule_grid_sample.cc).
+TensorId sample_grid(FissionContext& c, TensorId x, const std::vector<TensorId>& normalized,
+                     const GridSampleSpec& spec);
 
 // ScatterND (input 0 data, 1 indices, 2 updates) with any reduction and run-time indices, by
 // one-hot masks over the flattened indexed axes (rule_scatter_elements.cc).

@@ -5,7 +5,8 @@
 // nearest, 2 linear, 4 cubic with Keys' a = -0.75) get their weights and in-range indices. Each
 // combination of taps over the axes is one Gather of the input's pixels (channels last,
 // flattened over batch and space) weighted by the product of the axes' weights; with zeros
-// padding, a tap outside the input reads 0. Floating inputs only.
+// padding, a tap outside the input reads 0. Floating inputs only. The sampling (sample_grid) also
+// serves DeformConv.
 #include <cmath>
 
 #include "fission/fission.h"
@@ -19,12 +20,6 @@ struct AxisTaps {
   std::vector<TensorId> index;   // int64, in [0, size)
   std::vector<TensorId> weight;  // float32; none for nearest
   std::vector<TensorId> inside;  // bool, zeros padding only: the tap lies inside the input
-};
-
-struct GridSampleSpec {
-  std::string mode;     // "linear", "nearest" or "cubic"
-  std::string padding;  // "zeros", "border" or "reflection"
-  bool align_corners;
 };
 
 TensorId f32(FissionContext& c, double v) { return c.scalar(v, DType::F32); }
@@ -112,12 +107,62 @@ AxisTaps axis_taps(FissionContext& c, const GridSampleSpec& spec, TensorId g, in
 
 }  // namespace
 
+TensorId sample_grid(FissionContext& c, TensorId x, const std::vector<TensorId>& normalized,
+                     const GridSampleSpec& spec) {
+  const Shape xs = c.shape(x);
+  int64_t rank = c.rank(x), spatial = rank - 2;
+  DType t = c.dtype(x);
+  const Shape coords = c.shape(normalized.at(0));
+  int64_t n = xs[0], channels = xs[1], pixels = 1;
+  for (int64_t i = 2; i < rank; ++i) pixels *= xs[i];
+  std::vector<AxisTaps> axes;
+  std::vector<int64_t> strides(spatial, 1);
+  for (int64_t i = spatial - 2; i >= 0; --i) strides[i] = strides[i + 1] * xs[i + 3];
+  for (int64_t i = 0; i < spatial; ++i)
+    axes.push_back(axis_taps(c, spec, c.cast(normalized[i], DType::F32), xs[i + 2]));
+
+  // Pixels channels last: [n * pixels, channels]; batch b's pixels start at b * pixels.
+  std::vector<int64_t> perm = {0};
+  for (int64_t i = 2; i < rank; ++i) perm.push_back(i);
+  perm.push_back(1);
+  TensorId table = c.reshape(c.emit(PrimOp::Transpose, {x}, Attrs().set("perm", perm)), {n * pixels, channels});
+  Shape base_shape(coords.size(), 1);
+  base_shape[0] = n;
+  std::vector<int64_t> base(n);
+  for (int64_t b = 0; b < n; ++b) base[b] = b * pixels;
+  TensorId batch_base = c.constant(TensorData::from_i64(DType::I64, base_shape, base));
+
+  Shape weight_shape = coords;
+  weight_shape.push_back(1);
+  TensorId sum = kNone;
+  std::vector<size_t> tap(spatial, 0);
+  while (true) {
+    TensorId offset = batch_base, weight = kNone, inside = kNone;
+    for (int64_t i = 0; i < spatial; ++i) {
+      const AxisTaps& a = axes[i];
+      offset = c.binary(PrimOp::Add, offset,
+                        c.binary(PrimOp::Mul, a.index[tap[i]], c.scalar(static_cast<double>(strides[i]), DType::I64)));
+      if (!a.weight.empty())
+        weight = weight == kNone ? a.weight[tap[i]] : c.binary(PrimOp::Mul, weight, a.weight[tap[i]]);
+      if (!a.inside.empty())
+        inside = inside == kNone ? a.inside[tap[i]] : c.binary(PrimOp::And, inside, a.inside[tap[i]]);
+    }
+    TensorId value = c.emit(PrimOp::Gather, {table, offset}, Attrs().set("axis", int64_t{0}));
+    if (inside != kNone) value = c.emit(PrimOp::Where, {c.reshape(inside, weight_shape), value, c.scalar(0, t)});
+    TensorId term = weight == kNone ? value : c.binary(PrimOp::Mul, value, c.reshape(c.cast(weight, t), weight_shape));
+    sum = sum == kNone ? term : c.binary(PrimOp::Add, sum, term);
+    int64_t i = spatial - 1;
+    while (i >= 0 && ++tap[i] == axes[i].index.size()) tap[i--] = 0;
+    if (i < 0) break;
+  }
+  return sum;
+}
+
 void register_grid_sample_rule() {
   register_fission_rule("GridSample", [](FissionContext& c) {
     TensorId x = c.input(0), grid = c.input(1);
     const Shape xs = c.shape(x), gs = c.shape(grid);
     int64_t rank = c.rank(x), spatial = rank - 2;
-    DType t = c.dtype(x);
     require_floating(c, x);
     if (spatial != 2 && spatial != 3) c.error("only 2-D and 3-D spatial inputs are supported, got rank ", rank);
     if (c.rank(grid) != rank || gs[0] != xs[0] || gs.back() != spatial)
@@ -131,67 +176,24 @@ void register_grid_sample_rule() {
     if (spec.padding != "zeros" && spec.padding != "border" && spec.padding != "reflection")
       c.error("unknown padding_mode '", spec.padding, "'");
     if (spec.mode == "cubic" && spatial != 2) c.error("cubic mode needs a 2-D spatial input");
-    int64_t n = xs[0], channels = xs[1], pixels = 1;
     for (int64_t i = 2; i < rank; ++i) {
       if (xs[i] < 1) c.error("the input has an empty spatial axis");
       if (spec.padding == "reflection" && spec.align_corners && xs[i] == 1)
         c.error("reflection padding with align_corners on a spatial axis of size 1 is not defined");
-      pixels *= xs[i];
     }
     Shape out_spatial(gs.begin() + 1, gs.end() - 1);
-    Shape coords = {n};
+    Shape coords = {xs[0]};
     coords.insert(coords.end(), out_spatial.begin(), out_spatial.end());
-    if (num_elements(coords) == 0 || channels == 0) c.error("the output is empty");
+    if (num_elements(coords) == 0 || xs[1] == 0) c.error("the output is empty");
 
     // The grid's last axis holds (x, y[, z]): spatial axis i reads entry spatial - 1 - i.
-    TensorId g32 = c.cast(grid, DType::F32);
-    std::vector<AxisTaps> axes;
-    std::vector<int64_t> strides(spatial, 1);
-    for (int64_t i = spatial - 2; i >= 0; --i) strides[i] = strides[i + 1] * xs[i + 3];
-    for (int64_t i = 0; i < spatial; ++i) {
-      TensorId g = c.reshape(slice_axis(c, g32, rank - 1, spatial - 1 - i, 1), coords);
-      axes.push_back(axis_taps(c, spec, g, xs[i + 2]));
-    }
-
-    // Pixels channels last: [n * pixels, channels]; batch b's pixels start at b * pixels.
-    std::vector<int64_t> perm = {0};
-    for (int64_t i = 2; i < rank; ++i) perm.push_back(i);
-    perm.push_back(1);
-    TensorId table = c.reshape(c.emit(PrimOp::Transpose, {x}, Attrs().set("perm", perm)), {n * pixels, channels});
-    Shape base_shape(coords.size(), 1);
-    base_shape[0] = n;
-    std::vector<int64_t> base(n);
-    for (int64_t b = 0; b < n; ++b) base[b] = b * pixels;
-    TensorId batch_base = c.constant(TensorData::from_i64(DType::I64, base_shape, base));
-
-    Shape weight_shape = coords;
-    weight_shape.push_back(1);
-    TensorId sum = kNone;
-    std::vector<size_t> tap(spatial, 0);
-    while (true) {
-      TensorId offset = batch_base, weight = kNone, inside = kNone;
-      for (int64_t i = 0; i < spatial; ++i) {
-        const AxisTaps& a = axes[i];
-        offset =
-            c.binary(PrimOp::Add, offset,
-                     c.binary(PrimOp::Mul, a.index[tap[i]], c.scalar(static_cast<double>(strides[i]), DType::I64)));
-        if (!a.weight.empty())
-          weight = weight == kNone ? a.weight[tap[i]] : c.binary(PrimOp::Mul, weight, a.weight[tap[i]]);
-        if (!a.inside.empty())
-          inside = inside == kNone ? a.inside[tap[i]] : c.binary(PrimOp::And, inside, a.inside[tap[i]]);
-      }
-      TensorId value = c.emit(PrimOp::Gather, {table, offset}, Attrs().set("axis", int64_t{0}));
-      if (inside != kNone) value = c.emit(PrimOp::Where, {c.reshape(inside, weight_shape), value, c.scalar(0, t)});
-      TensorId term =
-          weight == kNone ? value : c.binary(PrimOp::Mul, value, c.reshape(c.cast(weight, t), weight_shape));
-      sum = sum == kNone ? term : c.binary(PrimOp::Add, sum, term);
-      int64_t i = spatial - 1;
-      while (i >= 0 && ++tap[i] == axes[i].index.size()) tap[i--] = 0;
-      if (i < 0) break;
-    }
-    std::vector<int64_t> back = {0, spatial + 1};
-    for (int64_t i = 1; i <= spatial; ++i) back.push_back(i);
-    c.set_output(0, c.emit(PrimOp::Transpose, {sum}, Attrs().set("perm", back)));
+    std::vector<TensorId> normalized;
+    for (int64_t i = 0; i < spatial; ++i)
+      normalized.push_back(c.reshape(slice_axis(c, grid, rank - 1, spatial - 1 - i, 1), coords));
+    std::vector<int64_t> channels_first = {0, spatial + 1};
+    for (int64_t i = 1; i <= spatial; ++i) channels_first.push_back(i);
+    c.set_output(0,
+                 c.emit(PrimOp::Transpose, {sample_grid(c, x, normalized, spec)}, Attrs().set("perm", channels_first)));
   });
 }
 

@@ -52,6 +52,7 @@ const std::map<std::string, std::vector<int>>& rule_handled_versions() {
       {"CumSum", {11, 14}},
       {"DFT", {17, 20}},
       {"DequantizeLinear", {10, 13, 19, 21, 23, 24, 25, 28}},
+      {"DeformConv", {19, 22}},
       {"DepthToSpace", {1, 11, 13, 28}},
       {"Det", {11, 22}},
       {"Div", {1, 6, 7, 13, 14}},
