@@ -18,6 +18,9 @@ double op_weight(PrimOp op) {
     case PrimOp::Erf:
     case PrimOp::Sin:
     case PrimOp::Cos:
+    case PrimOp::Asin:
+    case PrimOp::Acos:
+    case PrimOp::Atan:
     case PrimOp::Pow: return 8;
     case PrimOp::Sqrt:
     case PrimOp::Div:

@@ -51,6 +51,18 @@ void ensure_registered() {
     register_rotary_embedding_rule();
     register_dft_rules();
     register_quantize_rules();
+    register_bitwise_rules();
+    register_inverse_trig_rules();
+    register_grid_sample_rule();
+    register_swiglu_rule();
+    register_reverse_sequence_rule();
+    register_col2im_rule();
+    register_affine_grid_rule();
+    register_det_rule();
+    register_max_unpool_rule();
+    register_roi_align_rule();
+    register_mean_variance_normalization_rule();
+    register_deform_conv_rule();
   });
 }
 

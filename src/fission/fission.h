@@ -125,5 +125,17 @@ void register_rnn_rules();
 void register_rotary_embedding_rule();
 void register_dft_rules();
 void register_quantize_rules();
+void register_bitwise_rules();
+void register_inverse_trig_rules();
+void register_grid_sample_rule();
+void register_swiglu_rule();
+void register_reverse_sequence_rule();
+void register_col2im_rule();
+void register_affine_grid_rule();
+void register_det_rule();
+void register_max_unpool_rule();
+void register_roi_align_rule();
+void register_mean_variance_normalization_rule();
+void register_deform_conv_rule();
 
 }  // namespace korch

@@ -2,6 +2,7 @@
 // one-axis Slice/Pad/flip, and one-hot masks, all as existing primitives.
 #pragma once
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "fission/fission.h"
@@ -58,13 +59,16 @@ inline TensorId wrap_negative(FissionContext& c, TensorId idx, TensorId dim) {
   return c.emit(PrimOp::Where, {neg, c.binary(PrimOp::Add, idx, dim), idx});
 }
 
+inline bool is_float8(DType t) {
+  return t == DType::F8E4M3FN || t == DType::F8E4M3FNUZ || t == DType::F8E5M2 || t == DType::F8E5M2FNUZ;
+}
+
 // ONNX Cast / CastLike of x to `to`: a Copy when the types agree; float8 targets carry the node's
 // saturate attribute (default 1: out-of-range values clamp to the largest finite value).
 inline TensorId onnx_cast(FissionContext& c, TensorId x, DType to) {
   if (c.dtype(x) == to) return c.unary(PrimOp::Copy, x);
-  bool float8 = to == DType::F8E4M3FN || to == DType::F8E4M3FNUZ || to == DType::F8E5M2 || to == DType::F8E5M2FNUZ;
   Attrs attrs = Attrs().set("to", static_cast<int64_t>(to));
-  if (float8) attrs.set("saturate", c.attr_i("saturate", 1) != 0 ? int64_t{1} : int64_t{0});
+  if (is_float8(to)) attrs.set("saturate", c.attr_i("saturate", 1) != 0 ? int64_t{1} : int64_t{0});
   return c.emit(PrimOp::Cast, {x}, attrs);
 }
 
@@ -74,6 +78,11 @@ inline TensorId onnx_cast(FissionContext& c, TensorId x, DType to) {
 inline void refuse_bfloat16(FissionContext& c, TensorId x) {
   if (c.dtype(x) == DType::BF16)
     c.error("bfloat16 is not supported (the reference's intermediate roundings are not reproduced)");
+}
+
+// Refuses an operand whose element type is not floating (rules computing in float only).
+inline void require_floating(FissionContext& c, TensorId x) {
+  if (!is_floating(c.dtype(x))) c.error("element type ", dtype_name(c.dtype(x)), " is not supported (floating only)");
 }
 
 // The most negative / positive value of a dtype, as a double (infinities for floats).
@@ -86,6 +95,19 @@ inline double highest_of(DType t) {
   if (t == DType::U64) return 1.8446744073709550e19;  // the largest double below 2^64
   return static_cast<double>(integer_max(t));
 }
+
+// How sample_grid interpolates and pads (GridSample's attributes).
+struct GridSampleSpec {
+  std::string mode;     // "linear", "nearest" or "cubic"
+  std::string padding;  // "zeros", "border" or "reflection"
+  bool align_corners;
+};
+
+// x [n, channels, spatial...] sampled as GridSample does at normalised coordinates in [-1, 1]
+// (one tensor per spatial axis, outermost first, each [n, points...]): [n, points..., channels]
+// (rule_grid_sample.cc).
+TensorId sample_grid(FissionContext& c, TensorId x, const std::vector<TensorId>& normalized,
+                     const GridSampleSpec& spec);
 
 // ScatterND (input 0 data, 1 indices, 2 updates) with any reduction and run-time indices, by
 // one-hot masks over the flattened indexed axes (rule_scatter_elements.cc).

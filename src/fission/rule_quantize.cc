@@ -1,6 +1,7 @@
-// Fission rules for the 8-bit quantisation operators in float arithmetic with exact integer
-// rounding (Round is round-half-to-even, as ONNX's rint): QuantizeLinear (saturate(rint(x /
-// scale) + zero_point)), DequantizeLinear ((x - zero_point) * scale), per tensor, per axis or
+// Fission rules for the quantisation operators in float arithmetic with exact integer rounding
+// (Round is round-half-to-even, as ONNX's rint): QuantizeLinear (saturate(rint(x / scale) +
+// zero_point) to 2- to 16-bit integers and int32; to float8 / float4 x / scale + zero_point
+// cast with saturation), DequantizeLinear ((x - zero_point) * scale), per tensor, per axis or
 // blocked; DynamicQuantizeLinear; QLinearMatMul and MatMulInteger (integer products summed
 // exactly in the float/int32 MatMul, then rescaled).
 #include <algorithm>
@@ -36,15 +37,28 @@ TensorId spread(FissionContext& c, TensorId p, const Shape& xs, int64_t axis, in
   return c.reshape(p, s);
 }
 
-double qmin(DType t) { return t == DType::U8 ? 0 : t == DType::I8 ? -128 : lowest_of(t); }
-double qmax(DType t) { return t == DType::U8 ? 255 : t == DType::I8 ? 127 : highest_of(t); }
+// The integer types QuantizeLinear produces by rounding and saturating.
+bool is_quantized_integer(DType t) {
+  switch (t) {
+    case DType::U8:
+    case DType::I8:
+    case DType::U16:
+    case DType::I16:
+    case DType::I32:
+    case DType::U4:
+    case DType::I4:
+    case DType::U2:
+    case DType::I2: return true;
+    default: return false;
+  }
+}
 
 // saturate(rint(v) + zp) in type `to` (v float).
 TensorId requantize(FissionContext& c, TensorId v, TensorId zp, DType to) {
   DType f = c.dtype(v);
   TensorId q = c.unary(PrimOp::Round, v);
   if (zp != kNone) q = c.binary(PrimOp::Add, q, c.cast(zp, f));
-  q = c.binary(PrimOp::Max, c.binary(PrimOp::Min, q, c.scalar(qmax(to), f)), c.scalar(qmin(to), f));
+  q = c.binary(PrimOp::Max, c.binary(PrimOp::Min, q, c.scalar(highest_of(to), f)), c.scalar(lowest_of(to), f));
   return c.cast(q, to);
 }
 
@@ -63,15 +77,26 @@ void register_quantize_rules() {
     int64_t block = c.attr_i("block_size", 0);
     if (c.has_attr("precision") && c.attr_i("precision", 0) != 0) c.error("the precision attribute is not supported");
     TensorId zp = c.has_input(2) ? c.input(2) : kNone;
+    if (zp != kNone && c.attr_i("output_dtype", 0) &&
+        dtype_from_onnx(static_cast<int>(c.attr_i("output_dtype", 0)), "output_dtype") != c.dtype(zp))
+      c.error("output_dtype differs from the zero point's type ", dtype_name(c.dtype(zp)));
     DType to = zp != kNone ? c.dtype(zp)
                : c.attr_i("output_dtype", 0)
                    ? dtype_from_onnx(static_cast<int>(c.attr_i("output_dtype", 0)), "output_dtype")
                    : DType::U8;
-    if (to != DType::U8 && to != DType::I8 && to != DType::I32) c.error("only 8-bit (and int32) outputs are supported");
+    if (!is_quantized_integer(to) && !is_float8(to) && to != DType::F4E2M1)
+      c.error("output type ", dtype_name(to), " is not supported");
     TensorId scale = spread(c, c.input(1), xs, axis, block);
     DType f = c.dtype(scale);
     TensorId v = c.binary(PrimOp::Div, c.cast(x, f), scale);
-    c.set_output(0, requantize(c, v, zp == kNone ? kNone : spread(c, zp, xs, axis, block), to));
+    if (is_quantized_integer(to)) {
+      c.set_output(0, requantize(c, v, zp == kNone ? kNone : spread(c, zp, xs, axis, block), to));
+      return;
+    }
+    // Float outputs: x / scale + zero_point cast (round to nearest even; float8 saturates
+    // unless saturate=0, float4 always does).
+    if (zp != kNone) v = c.binary(PrimOp::Add, v, c.cast(spread(c, zp, xs, axis, block), f));
+    c.set_output(0, onnx_cast(c, v, to));
   });
   register_fission_rule("DequantizeLinear", [](FissionContext& c) {
     TensorId x = c.input(0);

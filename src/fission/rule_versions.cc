@@ -2,7 +2,8 @@
 // A version is listed once its semantics have been checked against the rule. Versions 22-28 of
 // the operators below only add element types (bfloat16, float4/6/8, int2/uint2) or clarify the
 // text, except: SpaceToDepth-28 adds `mode` (handled), Range-27 `stash_type` (float16/bfloat16
-// only), Cast-24 `round_mode` (float8e8m0 only), Mod-28 states the float fmod=0 semantics.
+// only), Cast-24 `round_mode` (float8e8m0 only), Mod-28 states the float fmod=0 semantics
+// (handled), BitShift-28 adds the signed integer types (handled).
 #include <algorithm>
 
 #include "fission/onnx_versions.h"
@@ -12,16 +13,25 @@ namespace korch {
 const std::map<std::string, std::vector<int>>& rule_handled_versions() {
   static const std::map<std::string, std::vector<int>> table = {
       {"Abs", {1, 6, 13}},
+      {"Acos", {7, 22}},
       {"Acosh", {9, 22}},
       {"Add", {1, 6, 7, 13, 14}},
+      {"AffineGrid", {20}},
       {"And", {1, 7}},
       {"ArgMax", {1, 11, 12, 13}},
       {"ArgMin", {1, 11, 12, 13}},
+      {"Asin", {7, 22}},
       {"Asinh", {9, 22}},
+      {"Atan", {7, 22}},
       {"Atanh", {9, 22}},
       {"Attention", {23, 24, 25}},
       {"AveragePool", {1, 7, 10, 11, 19, 22}},
       {"BatchNormalization", {1, 6, 7, 9, 14, 15}},
+      {"BitShift", {11, 28}},
+      {"BitwiseAnd", {18}},
+      {"BitwiseNot", {18}},
+      {"BitwiseOr", {18}},
+      {"BitwiseXor", {18}},
       {"BlackmanWindow", {17}},
       {"Cast", {1, 6, 9, 13, 19, 21, 23, 24, 25, 28}},
       {"CastLike", {15, 19, 21, 23, 24, 25}},
@@ -29,10 +39,12 @@ const std::map<std::string, std::vector<int>>& rule_handled_versions() {
       {"Celu", {12, 28}},
       {"CenterCropPad", {18}},
       {"Clip", {1, 6, 11, 12, 13}},
+      {"Col2Im", {18}},
       {"Concat", {1, 4, 11, 13}},
       {"Constant", {1, 9, 11, 12, 13, 19, 21, 23, 24, 25}},
       {"ConstantOfShape", {9, 20, 21, 23, 24, 25}},
       {"Conv", {1, 11, 22}},
+      {"ConvInteger", {10}},
       {"ConvTranspose", {1, 11, 22}},
       {"Cos", {7, 22}},
       {"Cosh", {9, 22}},
@@ -40,7 +52,9 @@ const std::map<std::string, std::vector<int>>& rule_handled_versions() {
       {"CumSum", {11, 14}},
       {"DFT", {17, 20}},
       {"DequantizeLinear", {10, 13, 19, 21, 23, 24, 25, 28}},
+      {"DeformConv", {19, 22}},
       {"DepthToSpace", {1, 11, 13, 28}},
+      {"Det", {11, 22}},
       {"Div", {1, 6, 7, 13, 14}},
       {"Dropout", {1, 6, 7, 10, 12, 13, 22}},
       {"Einsum", {12, 28}},
@@ -63,6 +77,7 @@ const std::map<std::string, std::vector<int>>& rule_handled_versions() {
       {"GlobalMaxPool", {1, 22}},
       {"Greater", {1, 7, 9, 13}},
       {"GreaterOrEqual", {12, 16}},
+      {"GridSample", {16, 20, 22}},
       {"GroupNormalization", {18, 21}},
       {"HammingWindow", {17}},
       {"HannWindow", {17}},
@@ -87,7 +102,9 @@ const std::map<std::string, std::vector<int>>& rule_handled_versions() {
       {"MatMul", {1, 9, 13}},
       {"Max", {1, 6, 8, 12, 13}},
       {"MaxPool", {1, 8, 10, 11, 12, 22}},
+      {"MaxUnpool", {9, 11, 22}},
       {"Mean", {1, 6, 8, 13}},
+      {"MeanVarianceNormalization", {9, 13}},
       {"Min", {1, 6, 8, 12, 13}},
       {"Mish", {18, 22}},
       {"Mod", {10, 13, 28}},
@@ -104,6 +121,7 @@ const std::map<std::string, std::vector<int>>& rule_handled_versions() {
       {"QuantizeLinear", {10, 13, 19, 21, 23, 24, 25, 28}},
       {"RMSNormalization", {23}},
       {"RNN", {7, 14, 22}},
+      {"ReverseSequence", {10, 28}},
       {"Range", {11, 27}},
       {"Reciprocal", {1, 6, 13}},
       {"ReduceL1", {1, 11, 13, 18}},
@@ -119,6 +137,7 @@ const std::map<std::string, std::vector<int>>& rule_handled_versions() {
       {"Relu", {1, 6, 13, 14}},
       {"Reshape", {1, 5, 13, 14, 19, 21, 23, 24, 25}},
       {"Resize", {10, 11, 13, 18, 19}},
+      {"RoiAlign", {10, 16, 22}},
       {"RotaryEmbedding", {23}},
       {"Round", {11, 22}},
       {"Scatter", {9, 11}},
@@ -144,6 +163,7 @@ const std::map<std::string, std::vector<int>>& rule_handled_versions() {
       {"STFT", {17}},
       {"Sub", {1, 6, 7, 13, 14}},
       {"Sum", {1, 6, 8, 13}},
+      {"SwiGLU", {28}},
       {"Swish", {24}},
       {"Tan", {7, 22}},
       {"Tanh", {1, 6, 13}},

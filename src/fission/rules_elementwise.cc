@@ -19,7 +19,10 @@ void binary_rule(const std::string& op_type, PrimOp op) {
   register_fission_rule(op_type, [op](FissionContext& c) {
     if (op == PrimOp::Mod) {
       int64_t fmod = c.attr_i("fmod", 0);
-      if (!fmod && is_floating(c.dtype(c.input(0)))) c.error("fmod=0 is not defined for floating inputs");
+      // Mod-28 defines fmod=0 on floats as numpy's mod (a - b * floor(a / b), the divisor's sign);
+      // the earlier versions require fmod=1 there.
+      if (!fmod && is_floating(c.dtype(c.input(0))) && c.opset() < 28)
+        c.error("fmod=0 on floating inputs needs Mod-28 (opset 28)");
       c.set_output(0, c.emit(op, {c.input(0), c.input(1)}, Attrs().set("fmod", fmod)));
       return;
     }

@@ -1,6 +1,7 @@
 // Fission rules for compute-intensive and window ONNX operators: MatMul (1-D operands
 // become rank-2 by Reshape), Gemm (transposes, alpha, beta*C as elementwise epilogue),
-// Conv / ConvTranspose (auto_pad resolved to explicit pads, bias as a broadcast Add), and
+// Conv / ConvTranspose (auto_pad resolved to explicit pads, bias as a broadcast Add), ConvInteger
+// (Conv of the zero-point-shifted operands in int32), and
 // MaxPool / AveragePool, and LpPool as a depthwise all-ones Conv of |x|^p (zero pads add
 // nothing; ceil_mode pads the end further) raised to 1/p.
 #include <algorithm>
@@ -72,6 +73,19 @@ void pool_rule(const std::string& op_type, PrimOp op) {
         .set("count_include_pad", c.attr_i("count_include_pad", 0));
     c.set_output(0, c.emit(op, {x}, attrs));
   });
+}
+
+// The Conv primitive of a Conv-like node (kernel_shape, strides, pads / auto_pad, dilations, group).
+TensorId conv(FissionContext& c, TensorId x, TensorId w) {
+  if (c.rank(x) < 3 || c.rank(w) != c.rank(x)) c.error("input and weight must have the same rank >= 3");
+  Shape ws = c.shape(w);
+  std::vector<int64_t> kernel = c.attr_ints("kernel_shape", Shape(ws.begin() + 2, ws.end()));
+  SpatialAttrs a = spatial_attrs(c, c.shape(x), kernel);
+  int64_t group = c.attr_i("group", 1);
+  if (group <= 0) c.error("group must be positive");
+  Attrs attrs;
+  attrs.set("strides", a.strides).set("pads", a.pads).set("dilations", a.dilations).set("group", group);
+  return c.emit(PrimOp::Conv, {x, w}, attrs);
 }
 
 }  // namespace
@@ -146,18 +160,27 @@ void register_linear_rules() {
     c.set_output(0, y);
   });
   register_fission_rule("Conv", [](FissionContext& c) {
-    TensorId x = c.input(0), w = c.input(1);
-    if (c.rank(x) < 3 || c.rank(w) != c.rank(x)) c.error("input and weight must have the same rank >= 3");
-    Shape ws = c.shape(w);
-    std::vector<int64_t> kernel = c.attr_ints("kernel_shape", Shape(ws.begin() + 2, ws.end()));
-    SpatialAttrs a = spatial_attrs(c, c.shape(x), kernel);
-    int64_t group = c.attr_i("group", 1);
-    if (group <= 0) c.error("group must be positive");
-    Attrs attrs;
-    attrs.set("strides", a.strides).set("pads", a.pads).set("dilations", a.dilations).set("group", group);
-    TensorId y = c.emit(PrimOp::Conv, {x, w}, attrs);
+    TensorId y = conv(c, c.input(0), c.input(1));
     if (c.has_input(2)) y = add_channel_bias(c, y, c.input(2));
     c.set_output(0, y);
+  });
+  // (x - x_zero_point) conv (w - w_zero_point) in int32, exact in the reference's double sums;
+  // the padding is zero after the shift (the zero point before it).
+  register_fission_rule("ConvInteger", [](FissionContext& c) {
+    auto shifted = [&](int value, int zero_point) {
+      TensorId v = c.cast(c.input(value), DType::I32);
+      if (!c.has_input(zero_point)) return v;
+      TensorId zp = c.input(zero_point);
+      Shape zs = {};
+      if (num_elements(c.shape(zp)) != 1) {  // w's zero point per output channel
+        if (value != 1 || c.rank(zp) != 1 || c.shape(zp)[0] != c.shape(v)[0])
+          c.error("a zero point must be a scalar (or, for w, one per output channel)");
+        zs = Shape(c.rank(v), 1);
+        zs[0] = c.shape(zp)[0];
+      }
+      return c.binary(PrimOp::Sub, v, c.cast(c.reshape(zp, zs), DType::I32));
+    };
+    c.set_output(0, conv(c, shifted(0, 2), shifted(1, 3)));
   });
   register_fission_rule("ConvTranspose", [](FissionContext& c) {
     TensorId x = c.input(0), w = c.input(1);
@@ -205,13 +228,7 @@ void register_linear_rules() {
     }
     int64_t group = c.attr_i("group", 1);
     if (group <= 0 || xs[1] % group) c.error("channels not divisible by group");
-    Attrs attrs;
-    attrs.set("strides", strides)
-        .set("pads", pads)
-        .set("dilations", dil)
-        .set("group", group)
-        .set("out_spatial", out_spatial);
-    TensorId y = c.emit(PrimOp::ConvTranspose, {x, w}, attrs);
+    TensorId y = c.emit(PrimOp::ConvTranspose, {x, w}, conv_transpose_attrs(strides, pads, dil, group, out_spatial));
     if (c.has_input(2)) y = add_channel_bias(c, y, c.input(2));
     c.set_output(0, y);
   });

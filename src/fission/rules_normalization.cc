@@ -1,6 +1,7 @@
 // Fission rules for normalisation layers. Statistics become ReduceMean primitives over the
 // normalised axes; per-channel parameters are reshaped to broadcast. BatchNormalization in
-// inference folds to y = x*s + (B - mean*s) with s = scale/sqrt(var+eps) computed at import.
+// inference folds to y = x*s + (B - mean*s) with s = scale/sqrt(var+eps) computed at import; in
+// training mode (opset 14+) it normalises by the batch's statistics and also updates the running ones.
 #include <cmath>
 
 #include "fission/fission.h"
@@ -36,8 +37,9 @@ TensorId std_dev(FissionContext& c, TensorId var, double eps) {
 
 void register_normalization_rules() {
   register_fission_rule("BatchNormalization", [](FissionContext& c) {
-    if (c.attr_i("training_mode", 0) != 0 || c.wants_output(1))
-      c.error("training mode is not supported (inference only)");
+    bool training = c.attr_i("training_mode", 0) != 0;
+    if ((training && c.opset() < 14) || (!training && c.wants_output(1)))
+      c.error("training mode is not supported before BatchNormalization-14 (inference only)");
     TensorId x = c.input(0);
     if (c.rank(x) < 2) c.error("input must have rank >= 2");
     int64_t ch = c.shape(x)[1];
@@ -45,6 +47,26 @@ void register_normalization_rules() {
     Shape cs = channel_shape(c.rank(x), ch);
     TensorId scale = c.reshape(c.input(1), cs), bias = c.reshape(c.input(2), cs);
     TensorId mean = c.reshape(c.input(3), cs), var = c.reshape(c.input(4), cs);
+    if (training) {
+      // Normalised by the batch's statistics (over every axis but the channels); the running
+      // statistics become momentum * running + (1 - momentum) * batch.
+      std::vector<int64_t> axes = {0};
+      for (int64_t i = 2; i < c.rank(x); ++i) axes.push_back(i);
+      Normalized batch = moments(c, x, axes);
+      TensorId batch_mean = c.reshape(batch.mean, cs), batch_var = c.reshape(batch.var, cs);
+      TensorId y = c.binary(PrimOp::Mul, c.binary(PrimOp::Div, batch.centered, std_dev(c, batch.var, eps)), scale);
+      c.set_output(0, c.binary(PrimOp::Add, y, bias));
+      DType t = c.dtype(x);
+      double momentum = c.attr_f("momentum", 0.9);
+      auto running = [&](TensorId old, TensorId now) {
+        return c.reshape(c.binary(PrimOp::Add, c.binary(PrimOp::Mul, old, c.scalar(momentum, t)),
+                                  c.binary(PrimOp::Mul, now, c.scalar(1 - momentum, t))),
+                         {ch});
+      };
+      if (c.wants_output(1)) c.set_output(1, running(mean, batch_mean));
+      if (c.wants_output(2)) c.set_output(2, running(var, batch_var));
+      return;
+    }
     TensorId s = c.binary(PrimOp::Div, scale, std_dev(c, var, eps));
     TensorId shift = c.binary(PrimOp::Sub, bias, c.binary(PrimOp::Mul, mean, s));
     c.set_output(0, c.binary(PrimOp::Add, c.binary(PrimOp::Mul, x, s), shift));

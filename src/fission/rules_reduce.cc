@@ -26,6 +26,35 @@ std::vector<int64_t> reduce_axes(FissionContext& c, TensorId x, bool* noop) {
   return axes;
 }
 
+// A max (or, `minimum`, a min) over `axes` of which one is empty: the constant the reduction
+// starts from (-inf / +inf for floats, the type's extremes for integers, false / true for bool),
+// as ONNX's reference defines it; kNone when no reduced axis is empty.
+TensorId empty_extremum(FissionContext& c, TensorId x, const std::vector<int64_t>& axes, bool keep, bool minimum) {
+  const Shape& xs = c.shape(x);
+  std::vector<bool> reduced(xs.size(), false);
+  bool empty = false;
+  for (int64_t a : axes) {
+    int64_t axis = normalize_axis(a, c.rank(x));
+    reduced[axis] = true;
+    empty = empty || xs[axis] == 0;
+  }
+  if (!empty) return kNone;
+  Shape out;
+  for (size_t i = 0; i < xs.size(); ++i)
+    if (!reduced[i] || keep) out.push_back(reduced[i] ? 1 : xs[i]);
+  DType t = c.dtype(x);
+  TensorData value(t, out);
+  for (int64_t i = 0; i < value.size(); ++i) {
+    if (is_floating(t))
+      value.set_f64(i, minimum ? highest_of(t) : lowest_of(t));
+    else if (minimum)
+      value.set_i64(i, static_cast<int64_t>(integer_max(t)));  // uint64's maximum wraps to its bits
+    else
+      value.set_i64(i, integer_min(t));
+  }
+  return c.constant(std::move(value));
+}
+
 // kind: 0 plain, 1 L1, 2 L2, 3 sum of squares, 4 log-sum, 5 log-sum-exp
 void reduce_rule(const std::string& op_type, PrimOp op, int kind) {
   register_fission_rule(op_type, [op, kind](FissionContext& c) {
@@ -45,6 +74,11 @@ void reduce_rule(const std::string& op_type, PrimOp op, int kind) {
       c.set_output(0, r);
       return;
     }
+    if (op == PrimOp::ReduceMax || op == PrimOp::ReduceMin || kind == 5)
+      if (TensorId empty = empty_extremum(c, x, axes, keep, op == PrimOp::ReduceMin); empty != kNone) {
+        c.set_output(0, empty);
+        return;
+      }
     if (kind == 5) {
       TensorId m = c.reduce(PrimOp::ReduceMax, x, axes, true);
       TensorId e = c.unary(PrimOp::Exp, c.binary(PrimOp::Sub, x, m));

@@ -76,6 +76,13 @@ void infer_primitive(PrimOp op, const std::vector<const TensorInfo*>& in, const 
       default: *dtype = in[0]->dtype;
     }
     if (op == PrimOp::Where && in[1]->dtype != in[2]->dtype) fail("Where branches have different dtypes");
+    bool integer_only = op == PrimOp::BitNot || op == PrimOp::BitAnd || op == PrimOp::BitOr || op == PrimOp::BitXor ||
+                        op == PrimOp::ShiftLeft || op == PrimOp::ShiftRight;
+    if (integer_only && (is_floating(in[0]->dtype) || in[0]->dtype == DType::Bool))
+      fail(prim_op_name(op), " needs integer operands, got ", dtype_name(in[0]->dtype));
+    bool float_only = op == PrimOp::Asin || op == PrimOp::Acos || op == PrimOp::Atan;
+    if (float_only && !is_floating(in[0]->dtype))
+      fail(prim_op_name(op), " needs floating operands, got ", dtype_name(in[0]->dtype));
     if (prim_arity(op) == 2 && op != PrimOp::Pow && in[0]->dtype != in[1]->dtype)
       fail(prim_op_name(op), " operands have different dtypes: ", dtype_name(in[0]->dtype), " and ",
            dtype_name(in[1]->dtype));

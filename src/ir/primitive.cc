@@ -70,6 +70,17 @@ const std::string& Attrs::s(const std::string& key) const {
   return std::get<std::string>(it->second);
 }
 
+Attrs conv_transpose_attrs(const std::vector<int64_t>& strides, const std::vector<int64_t>& pads,
+                           const std::vector<int64_t>& dilations, int64_t group,
+                           const std::vector<int64_t>& out_spatial) {
+  return Attrs()
+      .set("strides", strides)
+      .set("pads", pads)
+      .set("dilations", dilations)
+      .set("group", group)
+      .set("out_spatial", out_spatial);
+}
+
 std::string Attrs::str() const {
   std::ostringstream os;
   bool first = true;

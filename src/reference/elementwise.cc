@@ -25,6 +25,9 @@ double unary_f(PrimOp op, double x) {
     case PrimOp::Tanh: return std::tanh(x);
     case PrimOp::Sigmoid: return 1.0 / (1.0 + std::exp(-x));
     case PrimOp::Erf: return std::erf(x);
+    case PrimOp::Asin: return std::asin(x);
+    case PrimOp::Acos: return std::acos(x);
+    case PrimOp::Atan: return std::atan(x);
     case PrimOp::Floor: return std::floor(x);
     case PrimOp::Ceil: return std::ceil(x);
     case PrimOp::Round: return std::nearbyint(x);
@@ -57,6 +60,7 @@ int64_t unary_i(PrimOp op, int64_t x) {
     case PrimOp::Sign: return x > 0 ? 1 : (x < 0 ? -1 : 0);
     case PrimOp::Not: return x == 0;
     case PrimOp::Relu: return x > 0 ? x : 0;
+    case PrimOp::BitNot: return ~x;
     case PrimOp::Floor:
     case PrimOp::Ceil:
     case PrimOp::Round:
@@ -154,9 +158,21 @@ int64_t binary_i(PrimOp op, int64_t a, int64_t b, bool c_fmod, bool unsigned64) 
     case PrimOp::And: return (a != 0) && (b != 0);
     case PrimOp::Or: return (a != 0) || (b != 0);
     case PrimOp::Xor: return (a != 0) != (b != 0);
+    case PrimOp::BitAnd: return a & b;
+    case PrimOp::BitOr: return a | b;
+    case PrimOp::BitXor: return a ^ b;
     default: break;
   }
   fail("reference: ", prim_op_name(op), " is not a binary op");
+}
+
+// a shifted by b bits in an integer type of `bits` bits (a holds the value as get_i64 reads it:
+// sign-extended when signed, zero-extended when unsigned, the bits of a uint64 as they are).
+int64_t shift(PrimOp op, int64_t a, int64_t b, int bits, bool is_signed) {
+  if (b < 0 || b >= bits) return op == PrimOp::ShiftRight && is_signed && a < 0 ? -1 : 0;
+  if (op == PrimOp::ShiftLeft) return static_cast<int64_t>(static_cast<uint64_t>(a) << b);
+  if (is_signed) return a >> b;  // arithmetic
+  return static_cast<int64_t>(static_cast<uint64_t>(a) >> b);
 }
 
 }  // namespace
@@ -177,6 +193,15 @@ TensorData eval_elementwise(const Primitive& prim, const std::vector<const Tenso
       for (int64_t i = 0; i < n; ++i)
         out.set_i64(i, c.get_i64(offsets[0][i]) ? a.get_i64(offsets[1][i]) : b.get_i64(offsets[2][i]));
     }
+    return out;
+  }
+  if (op == PrimOp::ShiftLeft || op == PrimOp::ShiftRight) {
+    DType t = in[0]->dtype();
+    if (is_floating(t) || t == DType::Bool) fail("reference: ", prim_op_name(op), " needs integer operands");
+    int bits = dtype_bits(t);
+    bool is_signed = integer_min(t) < 0;
+    for (int64_t i = 0; i < n; ++i)
+      out.set_i64(i, shift(op, in[0]->get_i64(offsets[0][i]), in[1]->get_i64(offsets[1][i]), bits, is_signed));
     return out;
   }
   bool c_fmod = prim.attrs.i_or("fmod", 0) != 0;

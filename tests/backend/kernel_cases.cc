@@ -11,6 +11,14 @@ namespace {
 
 Attrs axes(std::vector<int64_t> a, int64_t keep) { return Attrs().set("axes", a).set("keepdims", keep); }
 
+// An integer constant of `n` elements whose values spread over the type's range (with wrapping):
+// element i is start + i * step.
+TensorId integer_row(PrimGraph& g, const std::string& name, DType t, int64_t n, int64_t start, int64_t step) {
+  auto row = std::make_shared<TensorData>(t, Shape{n});
+  for (int64_t i = 0; i < n; ++i) row->set_i64(i, start + i * step);
+  return g.add_constant(name, row);
+}
+
 using Ints = std::vector<int64_t>;
 
 // A small graph with seeded constant weights.
@@ -175,8 +183,9 @@ Kernel whole_graph_kernel(const PrimGraph& g) {
 
 std::vector<KernelCase> memory_bound_kernel_cases() {
   std::vector<KernelCase> cs;
-  for (PrimOp op : {PrimOp::Neg, PrimOp::Abs, PrimOp::Exp, PrimOp::Tanh, PrimOp::Sigmoid, PrimOp::Erf, PrimOp::Floor,
-                    PrimOp::Round, PrimOp::Sign, PrimOp::Relu, PrimOp::Sin, PrimOp::Cos}) {
+  for (PrimOp op :
+       {PrimOp::Neg, PrimOp::Abs, PrimOp::Exp, PrimOp::Tanh, PrimOp::Sigmoid, PrimOp::Erf, PrimOp::Floor, PrimOp::Round,
+        PrimOp::Sign, PrimOp::Relu, PrimOp::Sin, PrimOp::Cos, PrimOp::Asin, PrimOp::Acos, PrimOp::Atan}) {
     cs.push_back({std::string("unary ") + prim_op_name(op), [op] {
                     PrimGraph g;
                     TensorId x = g.add_input("x", DType::F32, {3, 37});
@@ -191,6 +200,30 @@ std::vector<KernelCase> memory_bound_kernel_cases() {
                     TensorId a = g.add_input("a", DType::F32, {2, 3, 33});
                     TensorId b = g.add_input("b", DType::F32, {3, 1});
                     g.mark_output(g.add_primitive(op, {a, b}, {}));
+                    return g;
+                  }});
+  }
+  for (DType t : {DType::I32, DType::U8, DType::I64}) {
+    cs.push_back({std::string("bitwise and/or/xor/not on ") + dtype_name(t), [t] {
+                    PrimGraph g;
+                    TensorId x = g.add_input("x", t, {3, 37});
+                    TensorId spread = g.add_primitive(PrimOp::Add, {x, integer_row(g, "a", t, 37, -70001, 40503)}, {});
+                    TensorId mask = integer_row(g, "m", t, 37, 12345, -2654435761);
+                    TensorId y = g.add_primitive(PrimOp::BitAnd, {spread, mask}, {});
+                    y = g.add_primitive(PrimOp::BitOr, {y, integer_row(g, "o", t, 37, 3, 77)}, {});
+                    y = g.add_primitive(PrimOp::BitXor, {y, spread}, {});
+                    g.mark_output(g.add_primitive(PrimOp::BitNot, {y}, {}));
+                    return g;
+                  }});
+    // Shift amounts from -2 to beyond the type's width; values of both signs.
+    cs.push_back({std::string("shifts left and right on ") + dtype_name(t), [t] {
+                    PrimGraph g;
+                    TensorId x = g.add_input("x", t, {2, 70});
+                    TensorId v = g.add_primitive(PrimOp::Sub, {x, integer_row(g, "a", t, 70, 1000003, 15485863)}, {});
+                    TensorId amount = integer_row(g, "s", t, 70, -2, 1);
+                    TensorId left = g.add_primitive(PrimOp::ShiftLeft, {v, amount}, {});
+                    TensorId right = g.add_primitive(PrimOp::ShiftRight, {v, amount}, {});
+                    g.mark_output(g.add_primitive(PrimOp::BitXor, {left, right}, {}));
                     return g;
                   }});
   }

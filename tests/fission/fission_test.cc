@@ -327,6 +327,38 @@ TEST(Fission, ScatterNDOutOfBoxOrderKeepsGatherWhere) {
   }
 }
 
+TEST(Fission, MaxAndMinOverAnEmptyAxisAreTheirIdentities) {
+  for (const char* op : {"ReduceMax", "ReduceMin"}) {
+    OnnxBuilder b(20);
+    b.input("x", {2, 0, 3}).output("y");
+    b.initializer("axes", TensorData::from_i64(DType::I64, {1}, {1}));
+    b.node(op, {"x", "axes"}, {"y"});
+    ImportedModel m = import_onnx_model(b.model(), ".");
+    TensorData y = reference::run_graph(m.graph, {TensorData(DType::F32, {2, 0, 3})})[0];
+    ASSERT_EQ(y.shape(), (Shape{2, 1, 3})) << op;
+    EXPECT_EQ(y.get_f64(0), std::string(op) == "ReduceMax" ? -INFINITY : INFINITY) << op;
+  }
+}
+
+TEST(Fission, BatchNormalizationTrainingModeUsesBatchStatistics) {
+  OnnxBuilder b(15);
+  b.input("x", {2, 1, 2}).output("y").output("running_mean").output("running_var");
+  for (const char* name : {"scale", "bias", "mean", "var"})
+    b.initializer(name, TensorData::from_f64(DType::F32, {1}, {std::string(name) == "scale" ? 2.0 : 1.0}));
+  onnx::NodeProto& node =
+      b.node("BatchNormalization", {"x", "scale", "bias", "mean", "var"}, {"y", "running_mean", "running_var"});
+  OnnxBuilder::attr_i(node, "training_mode", 1);
+  OnnxBuilder::attr_f(node, "epsilon", 0);
+  OnnxBuilder::attr_f(node, "momentum", 0.5);
+  ImportedModel m = import_onnx_model(b.model(), ".");
+  std::vector<TensorData> out =
+      reference::run_graph(m.graph, {TensorData::from_f64(DType::F32, {2, 1, 2}, {1, 3, 1, 3})});
+  // Batch mean 2, variance 1: y = 2 (x - 2) + 1; running = (1 + 2) / 2 and (1 + 1) / 2.
+  EXPECT_EQ(out[0].to_f64(), (std::vector<double>{-1, 3, -1, 3}));
+  EXPECT_EQ(out[1].to_f64(), (std::vector<double>{1.5}));
+  EXPECT_EQ(out[2].to_f64(), (std::vector<double>{1}));
+}
+
 TEST(Fission, NonConstantShapeParameterIsAClearError) {
   OnnxBuilder b(13);
   b.input("x", {2, 3}).input("shape", {2}, onnx::TensorProto::INT64).output("y");

@@ -42,6 +42,36 @@ TEST(Reference, ElementwiseBroadcast) {
                 {-1, 2, 0});
 }
 
+TEST(Reference, BitwiseAndShiftsOnTwosComplementBits) {
+  auto typed = [](DType t, const std::vector<int64_t>& v) {
+    return TensorData::from_i64(t, {static_cast<int64_t>(v.size())}, v);
+  };
+  expect_values(run1(PrimOp::BitAnd, {typed(DType::U8, {0xF0, 0x3C}), typed(DType::U8, {0x3C, 0xFF})}), {2},
+                {0x30, 0x3C});
+  expect_values(run1(PrimOp::BitOr, {typed(DType::I8, {-128, 5}), typed(DType::I8, {1, 2})}), {2}, {-127, 7});
+  expect_values(run1(PrimOp::BitXor, {typed(DType::I32, {-1, 6}), typed(DType::I32, {5, 3})}), {2}, {-6, 5});
+  expect_values(run1(PrimOp::BitNot, {typed(DType::U8, {0, 200})}), {2}, {255, 55});
+  expect_values(run1(PrimOp::BitNot, {typed(DType::I16, {0, -7})}), {2}, {-1, 6});
+  // Amounts outside [0, width) give 0, or -1 for a negative signed value shifted right.
+  expect_values(run1(PrimOp::ShiftLeft, {typed(DType::U8, {1, 3, 1, 1}), typed(DType::U8, {7, 7, 8, 200})}), {4},
+                {128, 128, 0, 0});
+  expect_values(run1(PrimOp::ShiftRight, {typed(DType::I8, {-128, -128, 64, -3}), typed(DType::I8, {7, 8, 9, -1})}),
+                {4}, {-1, -1, 0, -1});
+  expect_values(run1(PrimOp::ShiftLeft, {typed(DType::I32, {-1, 1}), typed(DType::I32, {31, 32})}), {2},
+                {-2147483648.0, 0});
+  TensorData big = run1(PrimOp::ShiftRight, {typed(DType::U64, {-1}), typed(DType::U64, {60})});
+  EXPECT_EQ(big.data<uint64_t>()[0], 15u);
+  EXPECT_THROW(run1(PrimOp::BitAnd, {f32({1}, {1}), f32({1}, {1})}), Error);
+}
+
+TEST(Reference, InverseTrigonometricFunctions) {
+  expect_values(run1(PrimOp::Asin, {f32({3}, {-1, 0, 0.5})}), {3}, {-M_PI / 2, 0, M_PI / 6});
+  expect_values(run1(PrimOp::Acos, {f32({2}, {1, 0.5})}), {2}, {0, M_PI / 3});
+  expect_values(run1(PrimOp::Atan, {f32({2}, {1, -1e30})}), {2}, {M_PI / 4, -M_PI / 2});
+  EXPECT_TRUE(std::isnan(run1(PrimOp::Asin, {f32({1}, {2})}).get_f64(0)));
+  EXPECT_THROW(run1(PrimOp::Atan, {i64({1}, {1})}), Error);
+}
+
 TEST(Reference, Reductions) {
   TensorData x = f32({2, 3}, {1, 5, 3, 4, 2, 6});
   auto axes = [](std::vector<int64_t> a, int64_t keep) { return Attrs().set("axes", a).set("keepdims", keep); };

@@ -134,6 +134,9 @@ Expr Generator::elementwise(const Primitive& prim, const std::vector<Expr>& idx,
   auto need_float = [&] {
     if (!fp) throw Unsupported{str_cat(prim_op_name(prim.op), " on integers")};
   };
+  auto need_integer = [&] {
+    if (fp || in_dtype == DType::Bool) throw Unsupported{str_cat(prim_op_name(prim.op), " on ", dtype_name(in_dtype))};
+  };
   switch (prim.op) {
     case PrimOp::Neg: return -a[0];
     case PrimOp::Abs: return Halide::cast(ty, Halide::abs(a[0]));
@@ -198,9 +201,35 @@ Expr Generator::elementwise(const Primitive& prim, const std::vector<Expr>& idx,
     case PrimOp::Or: return as_bool(a[0]) || as_bool(a[1]);
     case PrimOp::Xor: return as_bool(a[0]) != as_bool(a[1]);
     case PrimOp::Where: return Halide::select(as_bool(a[0]), a[1], a[2]);
+    case PrimOp::Asin: need_float(); return Halide::asin(a[0]);
+    case PrimOp::Acos: need_float(); return Halide::acos(a[0]);
+    case PrimOp::Atan: need_float(); return Halide::atan(a[0]);
+    case PrimOp::BitNot: need_integer(); return ~a[0];
+    case PrimOp::BitAnd: need_integer(); return a[0] & a[1];
+    case PrimOp::BitOr: need_integer(); return a[0] | a[1];
+    case PrimOp::BitXor: need_integer(); return a[0] ^ a[1];
+    case PrimOp::ShiftLeft:
+    case PrimOp::ShiftRight: need_integer(); return shift(prim.op, a[0], a[1]);
     default: break;
   }
   throw Unsupported{str_cat("elementwise ", prim_op_name(prim.op))};
+}
+
+// a shifted by b bits, as the reference does: a shift amount outside [0, bits) gives 0, or -1
+// for a negative signed value shifted right. A left shift runs on the unsigned bits (signed
+// overflow is undefined in Halide's wider types); a right shift is arithmetic on signed types.
+Expr Generator::shift(PrimOp op, Expr a, Expr b) {
+  Halide::Type ty = a.type();
+  Expr out_of_range = b < Halide::cast(ty, 0) || b >= Halide::cast(ty, ty.bits());
+  Expr amount = Halide::select(out_of_range, Halide::cast(ty, 0), b);
+  if (op == PrimOp::ShiftLeft) {
+    Halide::Type bits_type = ty.with_code(Halide::Type::UInt);
+    Expr shifted = Halide::reinterpret(ty, Halide::reinterpret(bits_type, a) << Halide::reinterpret(bits_type, amount));
+    return Halide::select(out_of_range, Halide::cast(ty, 0), shifted);
+  }
+  Expr beyond = ty.is_int() ? Halide::select(a < Halide::cast(ty, 0), Halide::cast(ty, -1), Halide::cast(ty, 0))
+                            : Halide::cast(ty, 0);
+  return Halide::select(out_of_range, beyond, a >> amount);
 }
 
 // Softplus as fission writes it, Log(Add(Exp(x), 1)) with all three primitives in this

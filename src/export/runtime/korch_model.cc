@@ -273,8 +273,7 @@ void korch_model::load(const std::string& package_dir, int requested_threads) {
   for (uint64_t p = 0; p < np; ++p) {
     PrimRecord rec;
     uint8_t op = r.u8();
-    if (op > static_cast<uint8_t>(PrimOp::ConvTranspose))
-      throw korch_pkg::PackageError("model.kpkg: unknown primitive");
+    if (op > static_cast<uint8_t>(kLastPrimOp)) throw korch_pkg::PackageError("model.kpkg: unknown primitive");
     rec.op = static_cast<PrimOp>(op);
     rec.inputs = r.i32s();
     rec.output = r.i32();

@@ -49,12 +49,7 @@ class Builder {
   TensorId conv_transpose(TensorId x, TensorId w, Ints strides, Ints pads, Ints dilations, int64_t group,
                           Ints out_spatial) {
     return g.add_primitive(PrimOp::ConvTranspose, {x, w},
-                           Attrs()
-                               .set("strides", strides)
-                               .set("pads", pads)
-                               .set("dilations", dilations)
-                               .set("group", group)
-                               .set("out_spatial", out_spatial));
+                           conv_transpose_attrs(strides, pads, dilations, group, out_spatial));
   }
   TensorId op(PrimOp op, std::vector<TensorId> in, Attrs a = Attrs()) {
     return g.add_primitive(op, std::move(in), std::move(a));

@@ -235,13 +235,7 @@ class Builder {
   }
   TensorId conv_transpose(TensorId x, TensorId w, Ints strides, Ints pads, Ints dilations, int64_t group,
                           Ints out_spatial) {
-    return op(PrimOp::ConvTranspose, {x, w},
-              Attrs()
-                  .set("strides", strides)
-                  .set("pads", pads)
-                  .set("dilations", dilations)
-                  .set("group", group)
-                  .set("out_spatial", out_spatial));
+    return op(PrimOp::ConvTranspose, {x, w}, conv_transpose_attrs(strides, pads, dilations, group, out_spatial));
   }
   TensorId matmul(TensorId a, TensorId b) { return op(PrimOp::MatMul, {a, b}); }
   TensorId transpose(TensorId x, Ints perm) { return op(PrimOp::Transpose, {x}, Attrs().set("perm", perm)); }
