@@ -49,6 +49,7 @@ ModelOptimizeRun optimize_model(const PrimGraph& g, const ModelOptimizeSettings&
   run.backend = settings.backend;
   run.cache_path = settings.cache_path.empty() ? ProfileCache::default_path() : settings.cache_path;
   std::shared_ptr<Backend> backend = make_backend(settings.backend, BackendOptions{settings.threads, settings.tf32});
+  CodegenStats codegen_before = backend->codegen_stats();
   ProfileCache cache(run.cache_path, settings.warn);
   Profiler profiler(*backend, &cache, settings.dropped);
   if (settings.progress) profiler.set_progress([&](const ProfilerStats& s) { settings.progress(profiling_line(s)); });
@@ -61,6 +62,7 @@ ModelOptimizeRun optimize_model(const PrimGraph& g, const ModelOptimizeSettings&
   }
   cache.commit_batch();
   run.profile = profiler.stats();  // the race measures no kernels
+  run.codegen = backend->codegen_stats() - codegen_before;
   return run;
 }
 
