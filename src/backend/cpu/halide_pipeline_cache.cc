@@ -8,9 +8,10 @@
 // replaced by that class, so kernels that differ only in extents within the classes run the same
 // compiled code (what the kernel would have compiled itself). Every other kernel keys on its
 // structure with exact extents. Compilations run outside the lock; a request for a key being
-// compiled waits for it.
+// compiled waits for it. The most recently requested kMaxCachedPipelines pipelines are kept.
 #include <chrono>
 #include <future>
+#include <list>
 #include <mutex>
 #include <unordered_map>
 #include <unordered_set>
@@ -108,16 +109,32 @@ std::string pipeline_key(const PrimGraph& g, const Kernel& k, const HalideLayout
 struct Entry {
   std::shared_future<void> done;
   CompiledPipeline compiled;
-  std::string error;  // set when Halide failed to compile it
+  std::string error;                          // set when Halide failed to compile it
+  std::string first_extents;                  // a symbolic key's first kernel, with exact extents
+  std::list<std::string>::iterator position;  // in Cache::recent
 };
+
+// Compiled pipelines kept (each holds its JIT code, ~0.3-1 MB): the least recently requested
+// beyond this are dropped (kernels still holding one keep it alive).
+constexpr size_t kMaxCachedPipelines = 128;
 
 struct Cache {
   std::mutex mutex;
   std::unordered_map<std::string, std::shared_ptr<Entry>> entries;
-  std::unordered_map<std::string, std::string> first_shapes;  // symbolic key -> exact key of its first kernel
-  std::unordered_set<std::string> structures;                 // every key with extent classes (hit-rate bound)
+  std::list<std::string> recent;               // the entries' keys, most recently requested first
+  std::unordered_set<std::string> structures;  // every key with extent classes (hit-rate bound)
   CodegenStats stats;
 };
+
+// Drops the least recently requested compiled entries beyond kMaxCachedPipelines (c.mutex held).
+void evict(Cache& c) {
+  while (c.entries.size() > kMaxCachedPipelines) {
+    auto last = c.entries.find(c.recent.back());
+    if (last->second->done.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return;
+    c.entries.erase(last);
+    c.recent.pop_back();
+  }
+}
 
 Cache& cache() {
   static Cache* c = new Cache;  // never destroyed: compiled code may run during static destruction
@@ -152,13 +169,17 @@ bool compiled_pipeline(const PrimGraph& g, const Kernel& k, const Halide::Target
       it->second->done = promise.get_future().share();
       it->second->compiled = built;
       it->second->compiled.running = std::make_shared<std::mutex>();
-      if (symbolic) c.first_shapes.emplace(key, exact);
+      it->second->first_extents = exact;
+      c.recent.push_front(key);
       compile_here = true;
     } else {
       ++c.stats.reused;
-      if (symbolic && c.first_shapes[key] != exact) ++c.stats.reused_other_extents;
+      if (symbolic && it->second->first_extents != exact) ++c.stats.reused_other_extents;
+      c.recent.splice(c.recent.begin(), c.recent, it->second->position);
     }
     entry = it->second;
+    entry->position = c.recent.begin();
+    evict(c);
   }
   if (compile_here) {
     auto start = std::chrono::steady_clock::now();
