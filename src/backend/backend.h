@@ -140,6 +140,25 @@ struct BackendOptions {
   bool tf32 = false;  // linear kernels may round operands to TF32 (GPU tensor cores); off: fp32 results
 };
 
+// What a backend's code generator did in this process (CPU: Halide pipelines): compilations
+// requested by kernels, done, and served by code compiled for another kernel.
+struct CodegenStats {
+  int requested = 0;
+  int compiled = 0;
+  int reused = 0;                // requests served by a pipeline compiled for an earlier kernel
+  int reused_other_extents = 0;  // of those, kernels whose extents differ from that kernel's
+  int same_structure = 0;        // requests whose structure up to extents was requested before (shared or not)
+  double compile_seconds = 0;    // JIT compilation, summed over the threads that compiled
+  CodegenStats operator-(const CodegenStats& o) const {
+    return {requested - o.requested,
+            compiled - o.compiled,
+            reused - o.reused,
+            reused_other_extents - o.reused_other_extents,
+            same_structure - o.same_structure,
+            compile_seconds - o.compile_seconds};
+  }
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -168,6 +187,8 @@ class Backend {
   // Any kernel, run by the reference interpreter on this backend's buffers (correct, slow): used
   // only where compile() refuses a single primitive, so that every model still runs.
   virtual std::unique_ptr<CompiledKernel> compile_fallback(const PrimGraph& g, const Kernel& k) = 0;
+  // Process-wide counts of the code generator's compilations (zeros where it keeps none).
+  virtual CodegenStats codegen_stats() const { return {}; }
 
   // --- memory ---
   virtual bool host_memory() const { return true; }

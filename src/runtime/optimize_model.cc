@@ -97,6 +97,7 @@ ModelOptimizeRun optimize_model(const PrimGraph& g, const ModelOptimizeSettings&
   run.backend = settings.backend;
   run.cache_path = settings.cache_path.empty() ? ProfileCache::default_path() : settings.cache_path;
   std::shared_ptr<Backend> backend = make_backend(settings.backend, BackendOptions{settings.threads, settings.tf32});
+  CodegenStats codegen_before = backend->codegen_stats();
   ProfileCache cache(run.cache_path, settings.warn);
   warn_if_busy(settings);
   Profiler profiler(*backend, &cache, settings.dropped);
@@ -117,6 +118,7 @@ ModelOptimizeRun optimize_model(const PrimGraph& g, const ModelOptimizeSettings&
   }
   cache.commit_batch();
   run.profile = profiler.stats();  // the race measures no kernels
+  run.codegen = backend->codegen_stats() - codegen_before;
   return run;
 }
 

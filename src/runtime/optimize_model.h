@@ -37,6 +37,7 @@ struct ModelOptimizeSettings {
 struct ModelOptimizeRun {
   OptimizeResult result;
   ProfilerStats profile;  // measured costs only
+  CodegenStats codegen;   // the backend's compilations during profiling and the race
   PlanRace race;
   bool measured = false;
   std::string backend;     // the measuring backend ("" with analytic costs)

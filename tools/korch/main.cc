@@ -196,6 +196,12 @@ void print_summary(const OptimizeRun& run, const MachineFigures& m) {
               << s.link_timed << " kernels " << s.link_timing.seconds() << " s (" << s.link_timing.timed_runs
               << " runs, " << s.link_timing.prepares << " cache resets: " << s.link_timing.prepare_seconds << " s)\n"
               << std::defaultfloat;
+    const CodegenStats& c = run.codegen;
+    std::cout << std::fixed << std::setprecision(1) << "  pipelines: " << c.requested << " requested, " << c.compiled
+              << " compiled (" << c.compile_seconds << " s over all threads), " << c.reused << " reused ("
+              << c.reused_other_extents << " from other extents); " << c.same_structure
+              << " repeat a structure up to extents\n"
+              << std::defaultfloat;
   }
   for (const auto& p : r.partitions)
     if (noteworthy(p))
@@ -274,7 +280,14 @@ nlohmann::json summary_json(const std::string& model_path, const PrimGraph& g, c
                         {"verify_seconds", run.profile.verify_seconds},
                         {"timing", timing_json(run.profile.timing)},
                         {"link_savings_kernels", run.profile.link_timed},
-                        {"link_savings_timing", timing_json(run.profile.link_timing)}}}};
+                        {"link_savings_timing", timing_json(run.profile.link_timing)}}},
+                      {"pipelines",
+                       {{"requested", run.codegen.requested},
+                        {"compiled", run.codegen.compiled},
+                        {"compile_seconds", run.codegen.compile_seconds},
+                        {"reused", run.codegen.reused},
+                        {"reused_other_extents", run.codegen.reused_other_extents},
+                        {"same_structure", run.codegen.same_structure}}}};
   j["plans"] = nlohmann::json::array();
   for (const Plan* plan : summary_plans(r))
     j["plans"].push_back({{"strategy", plan->strategy},

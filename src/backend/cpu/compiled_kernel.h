@@ -62,6 +62,8 @@ class CompiledKernel : public korch::CompiledKernel {
 
 // Memory-bound kernels (no Linear primitive) as Halide 14 JIT pipelines.
 std::unique_ptr<CompiledKernel> compile_halide_kernel(const PrimGraph& g, const Kernel& k, std::string* why_not);
+// The Halide pipelines this process requested and JIT-compiled (halide_pipeline_cache.cc).
+CodegenStats halide_codegen_stats();
 // The Halide pipeline of a memory-bound kernel with its schedule for `target` (what
 // compile_halide_kernel JIT-compiles; `korch export` compiles it ahead of time). params: one
 // ImageParam per k.inputs, in order. false (and why_not) when Halide cannot implement it.

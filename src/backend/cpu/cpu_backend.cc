@@ -115,6 +115,7 @@ class CpuBackend : public Backend {
   std::unique_ptr<korch::CompiledKernel> compile_fallback(const PrimGraph& g, const Kernel& k) override {
     return compile_reference_kernel(g, k);
   }
+  CodegenStats codegen_stats() const override { return halide_codegen_stats(); }
   std::unique_ptr<BackendBuffer> allocate(int64_t bytes) override { return allocate_host_buffer(bytes); }
   void prepare_cache_state(const std::vector<std::pair<const void*, int64_t>>& inputs,
                            const std::vector<std::pair<const void*, int64_t>>& touched) override {

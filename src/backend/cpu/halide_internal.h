@@ -2,13 +2,16 @@
 // pipeline. backend/halide/lowering.cc defines every primitive as a Func (the algorithm: Generator);
 // halide_layout.cc the activation layouts (nhwc, nChw8c, nChw16c) a kernel's tensors can be stored
 // in; halide_schedule.cc the schedules and their variants; halide_streaming.cc the outputs written
-// with streaming stores; halide_pipeline.cc puts these together (build_halide_pipeline), and
-// halide_kernel.cc JIT-compiles the result as a CompiledKernel.
+// with streaming stores; halide_pipeline.cc puts these together (build_halide_pipeline);
+// halide_pipeline_cache.cc JIT-compiles the result once per process for all kernels it serves, and
+// halide_kernel.cc runs it as a CompiledKernel.
 #pragma once
 #include <Halide.h>
 
 #include <functional>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -117,5 +120,25 @@ Func streamed_rows_output(const PrimGraph& g, const Kernel& k, Func values, int 
 // The StreamedPanels output of `values`, scheduled; its pipeline needs add_streaming_pass.
 Func streamed_panels_output(const PrimGraph& g, const Kernel& k, Generator& gen, Func values, int vector,
                             std::string* description);
+
+// ---------------------------------------------------------------------------------------
+// Compiled pipelines (halide_pipeline_cache.cc)
+
+// A JIT-compiled pipeline and its input parameters (one per k.inputs entry, in order), shared by
+// every kernel whose pipeline is the same program: a run sets the parameters and realizes while
+// holding `running` (a ParamMap per run would cost 2-3 us more than the run's own overhead).
+struct CompiledPipeline {
+  Halide::Pipeline pipeline;
+  std::vector<ImageParam> params;
+  std::shared_ptr<std::mutex> running;
+};
+// JIT-compiles `pipeline` for `target`, with its parallel loops on OpenMP's threads
+// (halide_kernel.cc).
+void compile_jit(Halide::Pipeline* pipeline, const Halide::Target& target);
+// Kernel k's pipeline for `layouts` (build_halide_pipeline), compiled for `target`, or the one an
+// earlier kernel with the same program compiled. *description: k's schedule. false (and why_not)
+// when Halide cannot build or compile it.
+bool compiled_pipeline(const PrimGraph& g, const Kernel& k, const Halide::Target& target, const HalideLayouts& layouts,
+                       CompiledPipeline* result, std::string* description, std::string* why_not);
 
 }  // namespace korch::cpu::halide_detail

@@ -1,9 +1,14 @@
 // Memory-bound kernels as Halide 14 JIT pipelines (build_halide_pipeline, compiled for
-// halide_target()). Halide runs its parallel loops on korch's OpenMP threads (custom
-// do_par_for), so oneDNN and Halide share one pool. A kernel reads and writes dense buffers
+// halide_target() once per process for every kernel with the same program: compiled_pipeline).
+// Halide runs its parallel loops on korch's OpenMP threads (custom do_par_for), so oneDNN and
+// Halide share one pool. A kernel sets the pipeline's parameters to its buffers and runs it under
+// the pipeline's lock, so kernels sharing a pipeline never see each other's buffers, even from
+// different threads. A kernel reads and writes dense buffers
 // until layout linking keeps some of its tensors in an activation layout; it then rebuilds its
 // pipeline for those layouts before its next run, and never reorders a tensor.
 #include <omp.h>
+
+#include <mutex>
 
 #include "backend/cpu/halide_internal.h"
 #include "backend/cpu/layout_link.h"
@@ -29,11 +34,14 @@ int omp_do_par_for(Halide::JITUserContext* ctx, int (*f)(Halide::JITUserContext*
   return result;
 }
 
-// JIT-compiles `pipeline` for `target`, with its parallel loops on OpenMP's threads.
+}  // namespace
+
 void compile_jit(Halide::Pipeline* pipeline, const Halide::Target& target) {
   pipeline->jit_handlers().custom_do_par_for = omp_do_par_for;
   pipeline->compile_jit(target);
 }
+
+namespace {
 
 // A kernel buffer over `data`: dense, or (in_layout) stored in `format`.
 Halide::Buffer<> wrap(const TensorInfo& t, const void* data, bool in_layout = false, const std::string& format = "") {
@@ -52,13 +60,12 @@ Halide::Buffer<> wrap(const TensorInfo& t, const void* data, bool in_layout = fa
 // reordered.
 class HalideKernel : public CompiledKernel {
  public:
-  HalideKernel(const PrimGraph& g, const Kernel& k, const Halide::Target& target, Halide::Pipeline pipeline,
-               std::vector<ImageParam> params, std::string description)
+  HalideKernel(const PrimGraph& g, const Kernel& k, const Halide::Target& target, CompiledPipeline compiled,
+               std::string description)
       : graph_(&g),
         kernel_(k),
         target_(target),
-        pipeline_(std::move(pipeline)),
-        params_(std::move(params)),
+        compiled_(std::move(compiled)),
         description_(std::move(description)),
         candidates_(halide_layout_links_enabled() ? channels_last_candidates(g, k) : HalideLayouts{}) {
     for (TensorId t : k.inputs) inputs_.push_back(g.tensor(t));
@@ -70,10 +77,11 @@ class HalideKernel : public CompiledKernel {
   }
   void run(const std::vector<const void*>& inputs, void* output) override {
     if (!same_layouts(kept_, built_)) rebuild();  // a kept layout changed since the last build
-    for (size_t i = 0; i < params_.size(); ++i)
-      params_[i].set(wrap(inputs_[i], inputs[i], kept_.inputs[i], kept_.format));
+    std::lock_guard<std::mutex> lock(*compiled_.running);
+    for (size_t i = 0; i < compiled_.params.size(); ++i)
+      compiled_.params[i].set(wrap(inputs_[i], inputs[i], kept_.inputs[i], kept_.format));
     Halide::Buffer<> out = wrap(output_, output, kept_.output, kept_.format);
-    pipeline_.realize(Halide::Realization({out}));
+    compiled_.pipeline.realize(Halide::Realization({out}));
   }
   std::string describe() const override {
     std::string kept;
@@ -136,17 +144,15 @@ class HalideKernel : public CompiledKernel {
   }
   void rebuild() {
     std::string why;
-    KORCH_CHECK(build_halide_pipeline(*graph_, kernel_, target_, &pipeline_, &params_, &description_, &why, kept_),
+    KORCH_CHECK(compiled_pipeline(*graph_, kernel_, target_, kept_, &compiled_, &description_, &why),
                 "Halide kernel for the kept ", kept_.format, " layouts: ", why);
-    compile_jit(&pipeline_, target_);
     built_ = kept_;
   }
 
   const PrimGraph* graph_;  // what the kernel was built from (rebuild() builds it again)
   Kernel kernel_;
   Halide::Target target_;
-  Halide::Pipeline pipeline_;
-  std::vector<ImageParam> params_;
+  CompiledPipeline compiled_;
   std::string description_;
   HalideLayouts candidates_;  // what may be linked, and in which format
   HalideLayouts kept_;        // what is (same format)
@@ -161,18 +167,11 @@ class HalideKernel : public CompiledKernel {
 
 std::unique_ptr<CompiledKernel> compile_halide_kernel(const PrimGraph& g, const Kernel& k, std::string* why_not) {
   Halide::Target target = halide_target();
-  Halide::Pipeline pipeline;
-  std::vector<Halide::ImageParam> params;
+  halide_detail::CompiledPipeline compiled;
   std::string description;
-  if (!build_halide_pipeline(g, k, target, &pipeline, &params, &description, why_not)) return nullptr;
-  try {
-    halide_detail::compile_jit(&pipeline, target);
-    return std::make_unique<halide_detail::HalideKernel>(g, k, target, std::move(pipeline), std::move(params),
-                                                         std::move(description));
-  } catch (const Halide::Error& e) {
-    if (why_not) *why_not = str_cat("Halide: ", e.what());
-  }
-  return nullptr;
+  if (!halide_detail::compiled_pipeline(g, k, target, HalideLayouts{}, &compiled, &description, why_not))
+    return nullptr;
+  return std::make_unique<halide_detail::HalideKernel>(g, k, target, std::move(compiled), std::move(description));
 }
 
 }  // namespace korch::cpu
