@@ -63,6 +63,7 @@ void ensure_registered() {
     register_roi_align_rule();
     register_mean_variance_normalization_rule();
     register_deform_conv_rule();
+    register_tensor_scatter_rule();
   });
 }
 

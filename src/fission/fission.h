@@ -137,5 +137,6 @@ void register_max_unpool_rule();
 void register_roi_align_rule();
 void register_mean_variance_normalization_rule();
 void register_deform_conv_rule();
+void register_tensor_scatter_rule();
 
 }  // namespace korch

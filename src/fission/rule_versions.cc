@@ -167,6 +167,7 @@ const std::map<std::string, std::vector<int>>& rule_handled_versions() {
       {"Swish", {24}},
       {"Tan", {7, 22}},
       {"Tanh", {1, 6, 13}},
+      {"TensorScatter", {24}},
       {"ThresholdedRelu", {10, 22}},
       {"Tile", {1, 6, 13}},
       {"TopK", {1, 10, 11, 24}},

@@ -1,6 +1,7 @@
 // Fission rules for data-movement ONNX operators. Each becomes Transpose, Reshape, Slice,
 // Concat, Pad, Gather, Broadcast or Resize primitives with fully static attributes; Tile,
-// DepthToSpace and SpaceToDepth are spelled as Reshape/Broadcast/Transpose chains.
+// DepthToSpace and SpaceToDepth are spelled as Reshape/Broadcast/Transpose chains, wrap-mode Pad as
+// one Gather per padded axis.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -288,7 +289,22 @@ void register_layout_rules() {
       }
     }
     if (static_cast<int64_t>(pads.size()) != 2 * rank) c.error("pads has ", pads.size(), " entries for rank ", rank);
-    if (mode == "wrap") c.error("Pad mode 'wrap' is not supported");
+    if (mode == "wrap") {
+      // Output index i along an axis reads input index (i - pad_begin) mod size: one Gather per
+      // padded axis.
+      TensorId y = x;
+      for (int64_t axis = 0; axis < rank; ++axis) {
+        int64_t size = c.shape(x)[axis], begin = pads[axis], out = size + begin + pads[rank + axis];
+        if (begin == 0 && out == size) continue;
+        if (size == 0 || out < 0) c.error("cannot wrap-pad an axis of size ", size, " to ", out);
+        std::vector<int64_t> source(out);
+        for (int64_t i = 0; i < out; ++i) source[i] = ((i - begin) % size + size) % size;
+        y = c.emit(PrimOp::Gather, {y, c.constant(TensorData::from_i64(DType::I64, {out}, source))},
+                   Attrs().set("axis", axis));
+      }
+      c.set_output(0, y == x ? c.unary(PrimOp::Copy, x) : y);
+      return;
+    }
     c.set_output(0, c.emit(PrimOp::Pad, {x}, Attrs().set("pads", pads).set("mode", mode).set("value", value)));
   });
   register_fission_rule("Gather", [](FissionContext& c) {

@@ -2,7 +2,7 @@
 // become rank-2 by Reshape), Gemm (transposes, alpha, beta*C as elementwise epilogue),
 // Conv / ConvTranspose (auto_pad resolved to explicit pads, bias as a broadcast Add), ConvInteger
 // (Conv of the zero-point-shifted operands in int32), and
-// MaxPool / AveragePool, and LpPool as a depthwise all-ones Conv of |x|^p (zero pads add
+// MaxPool (with its Indices output) / AveragePool, and LpPool as a depthwise all-ones Conv of |x|^p (zero pads add
 // nothing; ceil_mode pads the end further) raised to 1/p.
 #include <algorithm>
 
@@ -57,12 +57,89 @@ TensorId add_channel_bias(FissionContext& c, TensorId y, TensorId bias) {
   return c.binary(PrimOp::Add, y, c.reshape(bias, bshape));
 }
 
+// MaxPool's Indices output for the pooled shape `out`: each window's first largest element inside
+// the input (window taps in row-major order, a strict > replacing the best so far), as its index
+// into the flattened input (spatial axes row-major, or column-major with storage_order=1). The
+// taps are strided Slices of the input; their positions and flat indices are constants.
+TensorId max_pool_indices(FissionContext& c, TensorId x, const SpatialAttrs& a, Shape out) {
+  const Shape xs = c.shape(x);
+  int64_t rank = c.rank(x), nsp = rank - 2;
+  bool column_major = c.attr_i("storage_order", 0) != 0;
+  std::vector<int64_t> spatial_stride(nsp, 1);  // of each spatial axis in the flat index
+  for (int64_t i = 0; i < nsp; ++i)
+    for (int64_t j = 0; j < nsp; ++j)
+      if (column_major ? j < i : j > i) spatial_stride[i] *= xs[2 + j];
+  int64_t plane = num_elements(Shape(xs.begin() + 2, xs.end()));
+  // The input padded so that every tap's strided slice fits (pad values are never taken).
+  std::vector<int64_t> pads(2 * rank, 0);
+  for (int64_t i = 0; i < nsp; ++i) {
+    pads[2 + i] = a.pads[i];
+    int64_t reach = (out[2 + i] - 1) * a.strides[i] + (a.kernel[i] - 1) * a.dilations[i] + 1;
+    pads[rank + 2 + i] = std::max<int64_t>(reach - a.pads[i] - xs[2 + i], 0);
+  }
+  TensorId padded =
+      c.emit(PrimOp::Pad, {x}, Attrs().set("pads", pads).set("mode", std::string("constant")).set("value", 0.0));
+  Shape out_spatial(out.begin() + 2, out.end()), position_shape = {1, 1};
+  position_shape.insert(position_shape.end(), out_spatial.begin(), out_spatial.end());
+  int64_t positions = num_elements(out_spatial);
+  std::vector<int64_t> base(xs[0] * xs[1]);  // where each (batch, channel) plane starts
+  for (int64_t i = 0; i < xs[0] * xs[1]; ++i) base[i] = i * plane;
+  Shape base_shape(rank, 1);
+  base_shape[0] = xs[0];
+  base_shape[1] = xs[1];
+  TensorId channel_base = c.constant(TensorData::from_i64(DType::I64, base_shape, base));
+  TensorId best = kNone, best_index = kNone, best_valid = kNone;
+  std::vector<int64_t> tap(nsp, 0);
+  while (true) {
+    std::vector<int64_t> starts(rank, 0), steps(rank, 1), sizes = out;
+    for (int64_t i = 0; i < nsp; ++i) {
+      starts[2 + i] = tap[i] * a.dilations[i];
+      steps[2 + i] = a.strides[i];
+    }
+    TensorId value =
+        c.emit(PrimOp::Slice, {padded}, Attrs().set("starts", starts).set("steps", steps).set("sizes", sizes));
+    TensorData inside(DType::Bool, position_shape), index(DType::I64, position_shape);
+    for (int64_t p = 0; p < positions; ++p) {
+      int64_t rest = p, flat = 0;
+      bool in = true;
+      for (int64_t i = nsp - 1; i >= 0; --i) {
+        int64_t o = rest % out_spatial[i];
+        rest /= out_spatial[i];
+        int64_t coordinate = o * a.strides[i] + tap[i] * a.dilations[i] - a.pads[i];
+        in = in && coordinate >= 0 && coordinate < xs[2 + i];
+        flat += coordinate * spatial_stride[i];
+      }
+      inside.set_i64(p, in);
+      index.set_i64(p, in ? flat : 0);
+    }
+    TensorId valid = c.constant(std::move(inside));
+    TensorId flat_index = c.binary(PrimOp::Add, channel_base, c.constant(std::move(index)));
+    if (best == kNone) {
+      best = value;
+      best_index = flat_index;
+      best_valid = valid;
+    } else {
+      TensorId take =
+          c.binary(PrimOp::And, valid,
+                   c.binary(PrimOp::Or, c.unary(PrimOp::Not, best_valid), c.binary(PrimOp::Greater, value, best)));
+      best = c.emit(PrimOp::Where, {take, value, best});
+      best_index = c.emit(PrimOp::Where, {take, flat_index, best_index});
+      best_valid = c.binary(PrimOp::Or, best_valid, valid);
+    }
+    int64_t i = nsp - 1;
+    while (i >= 0 && ++tap[i] == a.kernel[i]) tap[i--] = 0;
+    if (i < 0) break;
+  }
+  return best_index;
+}
+
 void pool_rule(const std::string& op_type, PrimOp op) {
   register_fission_rule(op_type, [op](FissionContext& c) {
     TensorId x = c.input(0);
     if (c.rank(x) < 3) c.error("expects a tensor of rank >= 3");
-    if (c.wants_output(1)) c.error("the Indices output is not supported");
-    if (op == PrimOp::MaxPool && c.attr_i("storage_order", 0) != 0) c.error("storage_order=1 is not supported");
+    bool indices = op == PrimOp::MaxPool && c.wants_output(1);
+    if (op == PrimOp::MaxPool && !indices && c.attr_i("storage_order", 0) != 0)
+      c.error("storage_order=1 is not supported");
     SpatialAttrs a = spatial_attrs(c, c.shape(x), c.attr_ints("kernel_shape"));
     Attrs attrs;
     attrs.set("kernel", a.kernel)
@@ -71,7 +148,9 @@ void pool_rule(const std::string& op_type, PrimOp op) {
         .set("dilations", a.dilations)
         .set("ceil_mode", c.attr_i("ceil_mode", 0))
         .set("count_include_pad", c.attr_i("count_include_pad", 0));
-    c.set_output(0, c.emit(op, {x}, attrs));
+    TensorId y = c.emit(op, {x}, attrs);
+    c.set_output(0, y);
+    if (indices) c.set_output(1, max_pool_indices(c, x, a, c.shape(y)));
   });
 }
 

@@ -98,6 +98,10 @@ bool resize_taps(const Attrs& a, int64_t axis, int64_t rank, int64_t x, int64_t 
     xo = out_len == 1 ? -0.5 : (x + 0.5) / scale - 0.5;
   } else if (cmode == "half_pixel") {
     xo = (x + 0.5) / scale - 0.5;
+  } else if (cmode == "half_pixel_symmetric") {
+    // half_pixel with the input's centre mapped onto the centre of the integer-sized output.
+    double adjustment = static_cast<double>(out_len) / out_width;
+    xo = static_cast<double>(in_len) / 2 * (1 - adjustment) + (x + 0.5) / scale - 0.5;
   } else if (cmode == "tf_half_pixel_for_nn") {
     xo = (x + 0.5) / scale;
   } else if (cmode == "tf_crop_and_resize") {
@@ -159,7 +163,8 @@ bool resize_axis_is_identity(const Attrs& a, int64_t axis, int64_t in_len, int64
   if (in_len != out_len || a.floats("scales")[axis] != 1.0) return false;
   const std::string& cmode = a.s("coord_mode");
   // At scale 1 these map output coordinate x onto input coordinate x exactly.
-  if (cmode == "half_pixel" || cmode == "pytorch_half_pixel" || cmode == "asymmetric" || cmode == "align_corners")
+  if (cmode == "half_pixel" || cmode == "half_pixel_symmetric" || cmode == "pytorch_half_pixel" ||
+      cmode == "asymmetric" || cmode == "align_corners")
     return true;
   // tf_half_pixel_for_nn maps x onto x + 0.5: only nearest rounding down returns x.
   if (cmode == "tf_half_pixel_for_nn")

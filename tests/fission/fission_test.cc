@@ -359,6 +359,39 @@ TEST(Fission, BatchNormalizationTrainingModeUsesBatchStatistics) {
   EXPECT_EQ(out[2].to_f64(), (std::vector<double>{1}));
 }
 
+TEST(Fission, WrapPadReadsAroundEachAxis) {
+  OnnxBuilder b(19);
+  b.input("x", {2, 3}).output("y");
+  b.initializer("pads", TensorData::from_i64(DType::I64, {4}, {1, 4, 0, -1}));  // rows +1 / 0, columns +4 / -1
+  OnnxBuilder::attr_s(b.node("Pad", {"x", "pads"}, {"y"}), "mode", "wrap");
+  ImportedModel m = import_onnx_model(b.model(), ".");
+  TensorData y = reference::run_graph(m.graph, {TensorData::from_f64(DType::F32, {2, 3}, {1, 2, 3, 4, 5, 6})})[0];
+  ASSERT_EQ(y.shape(), (Shape{3, 6}));
+  // Row order 1, 0, 1; column order 2, 0, 1, 2, 0, 1.
+  EXPECT_EQ(y.to_f64(), (std::vector<double>{6, 4, 5, 6, 4, 5, 3, 1, 2, 3, 1, 2, 6, 4, 5, 6, 4, 5}));
+}
+
+TEST(Fission, MaxPoolIndicesAreFlatPositionsOfTheFirstMaximum) {
+  for (int64_t storage_order : {0, 1}) {
+    OnnxBuilder b(12);
+    b.input("x", {1, 2, 2, 3}).output("y").output("i", onnx::TensorProto::INT64);
+    onnx::NodeProto& node = b.node("MaxPool", {"x"}, {"y", "i"});
+    OnnxBuilder::attr_ints(node, "kernel_shape", {2, 2});
+    OnnxBuilder::attr_ints(node, "pads", {0, 0, 0, 1});
+    OnnxBuilder::attr_i(node, "storage_order", storage_order);
+    ImportedModel m = import_onnx_model(b.model(), ".");
+    // Channel 0 has its maximum 9 twice in the second window; channel 1 is all equal.
+    TensorData x = TensorData::from_f64(DType::F32, {1, 2, 2, 3}, {1, 9, 2, 3, 4, 9, 5, 5, 5, 5, 5, 5});
+    std::vector<TensorData> out = reference::run_graph(m.graph, {x});
+    ASSERT_EQ(out[1].shape(), (Shape{1, 2, 1, 3}));
+    // Row-major flat index h * 3 + w (column-major w * 2 + h), plus 6 per channel.
+    std::vector<int64_t> want =
+        storage_order ? std::vector<int64_t>{2, 2, 5, 6, 8, 10} : std::vector<int64_t>{1, 1, 5, 6, 7, 8};
+    EXPECT_EQ(out[1].to_i64(), want) << "storage_order " << storage_order;
+    EXPECT_EQ(out[0].to_f64(), (std::vector<double>{9, 9, 9, 5, 5, 5}));
+  }
+}
+
 TEST(Fission, NonConstantShapeParameterIsAClearError) {
   OnnxBuilder b(13);
   b.input("x", {2, 3}).input("shape", {2}, onnx::TensorProto::INT64).output("y");

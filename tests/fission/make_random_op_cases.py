@@ -34,7 +34,7 @@ Conventions:
     Nearest-mode Resize boundary cases use dyadic scales, so float32 and
     float64 coordinate arithmetic agree.
   * A few cases deliberately exercise newer features korch may reject
-    (Resize antialias / half_pixel_symmetric,
+    (Resize antialias,
     ScatterND reduction); a clean "not supported" error there is expected.
 
 Each case is written in the standard ONNX backend test layout:
