@@ -2,7 +2,7 @@
 """Runs ONNX's node test suite (the PyPI onnx's cases) through korch and through ONNX Runtime.
 
 Usage: run_pypi_node_suite.py KORCH_BINARY CASES_DIR [--expected-failures FILE] [--jobs N]
-                              [--no-ort] [--write-expected FILE]
+                              [--no-ort] [--write-expected FILE] [--cpu]
 
 Each case (CASES_DIR/test_*/, see generate_pypi_node_cases.py) goes through
 `korch check --backend reference` (tolerance |a-b| <= 1e-4 + 1e-3|b|) and is
@@ -14,6 +14,12 @@ ONNX Runtime runs the same cases with the same tolerance. Prints
 Exit status 0 when Z == 0, every refused case is on the expected-failures list (`case_name  # reason`
 per line) and no listed case passes (a listed case that passes is reported: take it off the list).
 --write-expected writes the list of today's refusals with korch's error as the reason (for review).
+--cpu: instead, the float cases korch passes on the reference executor (those not on the
+expected-failures list whose model inputs and outputs are all float32) run on the CPU backend,
+`korch check --backend cpu --cost analytic --time-limit 5` (generated Halide and oneDNN kernels, the
+reference only where the backend generates none): prints
+  "cpu backend: passed X / wrong Z of N float cases"
+and exits 0 when Z == 0. ORT is not run.
 """
 import argparse
 import concurrent.futures
@@ -43,10 +49,12 @@ def short_reason(output):
     return output.strip().splitlines()[-1][:160] if output.strip() else "no output"
 
 
-def run_korch(korch, case_dir, timeout):
+def run_korch(korch, case_dir, timeout, backend="reference"):
+    cmd = [korch, "check", case_dir, "--backend", backend, "--threads", "1"]
+    if backend == "cpu":
+        cmd += ["--cost", "analytic", "--time-limit", "5"]  # the plan may be any; its outputs are checked
     try:
-        r = subprocess.run([korch, "check", case_dir, "--backend", "reference", "--threads", "1"],
-                           capture_output=True, text=True, timeout=timeout)
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         return "wrong", "timeout"
     out = r.stdout + r.stderr
@@ -58,6 +66,27 @@ def run_korch(korch, case_dir, timeout):
         lines = [l.strip() for l in r.stdout.splitlines() if "FAIL" in l]
         return "wrong", lines[0][:200]
     return "refused", short_reason(out)
+
+
+def all_float32(case_dir):
+    """Whether every input and output of the case's model is a float32 tensor."""
+    import onnx
+    graph = onnx.load(os.path.join(case_dir, "model.onnx"), load_external_data=False).graph
+    values = list(graph.input) + list(graph.output)
+    return bool(values) and all(v.type.HasField("tensor_type") and v.type.tensor_type.elem_type == onnx.TensorProto.FLOAT
+                                for v in values)
+
+
+def run_cpu_backend(args, names, dirs, expected):
+    """The float cases the reference passes, on the CPU backend; 0 when none is wrong."""
+    cases = [(n, d) for n, d in zip(names, dirs) if n not in expected and all_float32(d)]
+    with concurrent.futures.ThreadPoolExecutor(args.jobs) as ex:
+        results = list(ex.map(lambda c: run_korch(args.korch, c[1], args.timeout, "cpu"), cases))
+    wrong = [(n, why) for (n, _), (status, why) in zip(cases, results) if status != "passed"]
+    for n, why in wrong:
+        print(f"WRONG on the CPU backend {n}: {why or 'failed'}")
+    print(f"cpu backend: passed {len(cases) - len(wrong)} / wrong {len(wrong)} of {len(cases)} float cases")
+    return 0 if not wrong else 1
 
 
 # ---- ONNX Runtime, in a child process (a crash in ORT costs one case, not the run) ----
@@ -178,11 +207,15 @@ def main():
     ap.add_argument("--timeout", type=float, default=60)
     ap.add_argument("--no-ort", action="store_true")
     ap.add_argument("--write-expected", help="write today's refusals and failures, with reasons, to this file")
+    ap.add_argument("--cpu", action="store_true", help="run the float cases korch passes on the CPU backend")
     args = ap.parse_args()
 
     names = sorted(d for d in os.listdir(args.cases)
                    if d.startswith("test_") and os.path.exists(os.path.join(args.cases, d, "model.onnx")))
     dirs = [os.path.join(args.cases, n) for n in names]
+    expected = read_list(args.expected_failures) if os.path.exists(args.expected_failures) else {}
+    if args.cpu:
+        return run_cpu_backend(args, names, dirs, expected)
     with concurrent.futures.ThreadPoolExecutor(args.jobs) as ex:
         korch = dict(zip(names, ex.map(lambda d: run_korch(args.korch, d, args.timeout), dirs)))
     ort = {} if args.no_ort else run_ort(dirs, args.jobs)
@@ -199,7 +232,6 @@ def main():
             for n in refused + wrong:
                 f.write(f"{n.ljust(width)}  # {korch[n][1]}\n")
 
-    expected = read_list(args.expected_failures) if os.path.exists(args.expected_failures) else {}
     problems = []
     for n, reason in expected.items():
         if not reason:

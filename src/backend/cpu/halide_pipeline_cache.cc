@@ -149,7 +149,8 @@ bool compiled_pipeline(const PrimGraph& g, const Kernel& k, const Halide::Target
   if (!build_halide_pipeline(g, k, target, &built.pipeline, &built.params, description, why_not, layouts)) return false;
   int vector = std::max(4, target.natural_vector_size(storage_type(g.tensor(k.output).dtype)));
   bool symbolic = false;
-  std::string key = pipeline_key(g, k, layouts, vector, &symbolic);
+  // The target too: HL_JIT_TARGET may change within a process (strict_float for bit-exact checks).
+  std::string key = pipeline_key(g, k, layouts, vector, &symbolic) + "|target=" + target.to_string();
   std::string exact = symbolic ? structure_key(g, k, false, vector) : "";  // to count sharing across extents
   // The structure with extent classes whether or not the kernel shares by it: how often kernels
   // repeat up to extents (what sharing could reach).

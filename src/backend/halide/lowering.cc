@@ -188,7 +188,9 @@ Expr Generator::elementwise(const Primitive& prim, const std::vector<Expr>& idx,
     case PrimOp::Min: return Halide::min(a[0], a[1]);
     case PrimOp::Mod: {
       if (!fp) throw Unsupported{"integer Mod"};
-      Expr r = a[0] - a[1] * Halide::trunc(a[0] / a[1]);
+      // C's fmod: x - y * trunc(x / y), except that a finite x modulo an infinite y is x.
+      Expr r = Halide::select(Halide::is_inf(a[1]) && Halide::is_finite(a[0]), a[0],
+                              a[0] - a[1] * Halide::trunc(a[0] / a[1]));
       if (prim.attrs.i_or("fmod", 0)) return r;
       return Halide::select(r != 0 && ((r < 0) != (a[1] < 0)), r + a[1], r);
     }

@@ -210,6 +210,30 @@ TEST(CpuKernels, KernelsDifferingOnlyInExtentsShareOnePipeline) {
   EXPECT_GE(d.reused_other_extents, 2 * variants);
 }
 
+// A kernel compiled for another Halide target (HL_JIT_TARGET changed within the process, as the
+// strict_float export checks do) gets its own compilation, not the pipeline of the first target.
+TEST(CpuKernels, PipelinesAreKeptPerTarget) {
+  PrimGraph g;  // a shape no other test uses, so that neither target's pipeline exists yet
+  TensorId x = g.add_input("x", DType::F32, {1, 3, 37, 41});
+  g.mark_output(g.add_primitive(PrimOp::Exp, {g.add_primitive(PrimOp::Add, {x, x}, {})}, {}));
+  Kernel k = whole_graph_kernel(g);
+  const char* saved = std::getenv("HL_JIT_TARGET");
+  std::string previous = saved ? saved : "";
+  CodegenStats before = cpu::halide_codegen_stats();
+  std::string why;
+  ASSERT_NE(cpu::compile_kernel(g, k, &why), nullptr) << why;
+  setenv("HL_JIT_TARGET", "host-strict_float", 1);
+  auto strict = cpu::compile_kernel(g, k, &why);
+  if (saved)
+    setenv("HL_JIT_TARGET", previous.c_str(), 1);
+  else
+    unsetenv("HL_JIT_TARGET");
+  ASSERT_NE(strict, nullptr) << why;
+  CodegenStats d = cpu::halide_codegen_stats() - before;
+  EXPECT_EQ(d.requested, 2);
+  EXPECT_EQ(d.compiled, 2);
+}
+
 // A long float sum is not one serial chain: without strict_float Halide lets LLVM reassociate it
 // (several vector accumulators), so the mean of 2^20 values in [1, 2) is within 2e-6 of the exact
 // one (1.8e-7 measured; strictly serial, HL_JIT_TARGET=host-strict_float: 4.9e-6). Read back
