@@ -129,7 +129,7 @@ double Backend::median_seconds(const std::function<void()>& run, const std::func
         run();
         synchronize();
       },
-      5, 0.02, prepare, stats);
+      5, 0.02, prepare, stats, kProfileMedianPrecision);
 }
 
 }  // namespace korch

@@ -203,7 +203,8 @@ class Backend {
   // untimed before every timed run.
   virtual void prepare_cache_state(const std::vector<std::pair<const void*, int64_t>>& /*inputs*/,
                                    const std::vector<std::pair<const void*, int64_t>>& /*touched*/) {}
-  // Median seconds of `run` with `prepare` untimed before each run (warm-up excluded); `stats`
+  // Median seconds of `run` with `prepare` untimed before each run (warm-up excluded), taken
+  // until it is known within kProfileMedianPrecision or the timing budget is spent; `stats`
   // (may be null) is added what the timing cost.
   virtual double median_seconds(const std::function<void()>& run, const std::function<void()>& prepare,
                                 TimingStats* stats);

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 
 namespace korch {
 
@@ -24,8 +25,18 @@ TimingStats& TimingStats::operator+=(const TimingStats& other) {
   return *this;
 }
 
+bool median_is_stable(const std::vector<double>& sorted, const MedianPrecision& precision) {
+  const int n = static_cast<int>(sorted.size());
+  if (n < 9) return false;
+  const double half_width = 0.98 * std::sqrt(static_cast<double>(n));
+  const int lo = std::max(0, static_cast<int>(std::floor(n / 2.0 - half_width)));
+  const int hi = std::min(n - 1, static_cast<int>(std::ceil(n / 2.0 + half_width)));
+  const double median = sorted[n / 2];
+  return sorted[hi] - sorted[lo] <= 2 * std::max(precision.relative * median, precision.absolute_seconds);
+}
+
 double median_run_seconds(const std::function<void()>& run, int min_runs, double budget_seconds,
-                          const std::function<void()>& prepare, TimingStats* stats) {
+                          const std::function<void()>& prepare, TimingStats* stats, const MedianPrecision& stop_at) {
   TimingStats local;
   auto prepare_timed = [&] {
     if (!prepare) return;
@@ -41,7 +52,7 @@ double median_run_seconds(const std::function<void()>& run, int min_runs, double
     local.warmup_seconds += seconds_since(t0);
     ++local.warmup_runs;
   }
-  std::vector<double> times;
+  std::vector<double> times, sorted;
   auto start = Clock::now();
   while (static_cast<int>(times.size()) < min_runs || (seconds_since(start) < budget_seconds && times.size() < 200)) {
     prepare_timed();
@@ -49,6 +60,9 @@ double median_run_seconds(const std::function<void()>& run, int min_runs, double
     run();
     times.push_back(seconds_since(t0));
     local.timed_seconds += times.back();
+    if (!stop_at.wanted()) continue;
+    sorted.insert(std::upper_bound(sorted.begin(), sorted.end(), times.back()), times.back());
+    if (static_cast<int>(times.size()) >= min_runs && median_is_stable(sorted, stop_at)) break;
   }
   local.timed_runs = static_cast<int>(times.size());
   if (stats) *stats += local;

@@ -65,8 +65,9 @@ std::vector<double> measure_link_savings(const PrimGraph& g, const Kernel& k, Co
   void* out = buffer(std::max<int64_t>(out_bytes, static_cast<int64_t>(dense_bytes(g, k.output))));
   std::vector<MemorySpan> touched = compiled.held_memory();
   touched.emplace_back(out, std::max<int64_t>(out_bytes, static_cast<int64_t>(dense_bytes(g, k.output))));
-  double linked_seconds = median_run_seconds([&] { compiled.run(ptrs, out); }, 5, 0.02,
-                                             [&] { cache_state.prepare(read_back, touched); }, stats);
+  double linked_seconds =
+      median_run_seconds([&] { compiled.run(ptrs, out); }, 5, 0.02, [&] { cache_state.prepare(read_back, touched); },
+                         stats, kProfileMedianPrecision);
   double saved = std::max(0.0, dense_seconds - linked_seconds);
   double total_bytes = linked_output ? dense_bytes(g, k.output) : 0.0;
   for (int i : linked_inputs) total_bytes += dense_bytes(g, k.inputs[i]);
