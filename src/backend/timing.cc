@@ -52,21 +52,20 @@ double median_run_seconds(const std::function<void()>& run, int min_runs, double
     local.warmup_seconds += seconds_since(t0);
     ++local.warmup_runs;
   }
-  std::vector<double> times, sorted;
+  std::vector<double> sorted;  // the timed runs' seconds, ascending
   auto start = Clock::now();
-  while (static_cast<int>(times.size()) < min_runs || (seconds_since(start) < budget_seconds && times.size() < 200)) {
+  while (static_cast<int>(sorted.size()) < min_runs || (seconds_since(start) < budget_seconds && sorted.size() < 200)) {
     prepare_timed();
     auto t0 = Clock::now();
     run();
-    times.push_back(seconds_since(t0));
-    local.timed_seconds += times.back();
-    if (!stop_at.wanted()) continue;
-    sorted.insert(std::upper_bound(sorted.begin(), sorted.end(), times.back()), times.back());
-    if (static_cast<int>(times.size()) >= min_runs && median_is_stable(sorted, stop_at)) break;
+    double seconds = seconds_since(t0);
+    sorted.insert(std::upper_bound(sorted.begin(), sorted.end(), seconds), seconds);
+    local.timed_seconds += seconds;
+    if (stop_at.wanted() && static_cast<int>(sorted.size()) >= min_runs && median_is_stable(sorted, stop_at)) break;
   }
-  local.timed_runs = static_cast<int>(times.size());
+  local.timed_runs = static_cast<int>(sorted.size());
   if (stats) *stats += local;
-  return median_of(std::move(times));
+  return sorted[sorted.size() / 2];
 }
 
 double median_of(std::vector<double> values) {
