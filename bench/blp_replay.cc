@@ -1,7 +1,7 @@
-// korch_blp_replay: solves BLPs written by a korch run with KORCH_BLP_DUMP_DIR set, with korch's
-// CBC settings plus any given as NAME VALUE pairs (CBC's command-line names), each to optimality
-// (60 s cap) from its warm start, and prints per problem the seconds, objective and whether it
-// was proven optimal. To compare solver settings on the problems of real models:
+// korch_blp_replay: solves BLPs written by a korch run with KORCH_BLP_DUMP_DIR set, with the CBC
+// settings that run used (recorded beside each BLP) plus any given as NAME VALUE pairs (CBC's command-line names), each
+// to optimality (60 s cap) from its warm start, and prints per problem the seconds, objective and whether it was proven
+// optimal. To compare solver settings on the problems of real models:
 //   KORCH_BLP_DUMP_DIR=dumps build/korch optimize model.onnx --cost measured --cache fresh.sqlite
 //   build/korch_blp_replay dumps/blp-*.mps.gz -- passCuts 20
 #include <coin/Cbc_C_Interface.h>
@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -26,29 +27,32 @@ void solve(const std::string& mps, const std::vector<std::string>& settings) {
     Cbc_deleteModel(model);
     return;
   }
-  Cbc_setParameter(model, "threads", "1");
   Cbc_setMaximumSeconds(model, 60);
   Cbc_setAllowableGap(model, 0.0);
-  Cbc_setParameter(model, "ratioGap", "0");
-  Cbc_setParameter(model, "zeroHalfCuts", "off");
-  Cbc_setParameter(model, "passCuts", "20");
-  for (size_t i = 0; i + 1 < settings.size(); i += 2)
-    Cbc_setParameter(model, settings[i].c_str(), settings[i + 1].c_str());
-  // The warm start: DIR/blp-N.start beside DIR/blp-N.mps[.gz] (time limit, then chosen columns).
+  // DIR/blp-N.start beside DIR/blp-N.mps[.gz], as korch's write_problem wrote it: the time limit
+  // and the number of kernel columns; korch's CBC settings (name value ...) on one line; the warm
+  // start, one kernel column per line.
   std::string base = mps.substr(0, mps.find(".mps"));
   std::ifstream start_file(base + ".start");
   double limit = 0;
+  int kernel_columns = 0;
+  std::string korch_settings;
+  start_file >> limit >> kernel_columns;
+  start_file.ignore();
+  std::getline(start_file, korch_settings);
+  std::istringstream korch_pairs(korch_settings);
+  for (std::string name, value; korch_pairs >> name >> value;) Cbc_setParameter(model, name.c_str(), value.c_str());
+  for (size_t i = 0; i + 1 < settings.size(); i += 2)
+    Cbc_setParameter(model, settings[i].c_str(), settings[i + 1].c_str());
   std::vector<int> start;
-  if (start_file >> limit)
-    for (int k; start_file >> k;) start.push_back(k);
-  if (!start.empty()) {
-    int n = Cbc_getNumCols(model);
-    std::vector<int> cols(n);
-    std::vector<double> values(n, 0.0);
-    for (int c = 0; c < n; ++c) cols[c] = c;
+  for (int k; start_file >> k;) start.push_back(k);
+  if (!start.empty() && kernel_columns > 0 && kernel_columns <= Cbc_getNumCols(model)) {
+    std::vector<int> cols(kernel_columns);
+    std::vector<double> values(kernel_columns, 0.0);
+    for (int c = 0; c < kernel_columns; ++c) cols[c] = c;
     for (int k : start)
-      if (k < n) values[k] = 1.0;
-    Cbc_setMIPStartI(model, n, cols.data(), values.data());
+      if (k < kernel_columns) values[k] = 1.0;
+    Cbc_setMIPStartI(model, kernel_columns, cols.data(), values.data());
   }
   auto t0 = std::chrono::steady_clock::now();
   Cbc_solve(model);

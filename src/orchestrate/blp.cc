@@ -22,6 +22,7 @@
 #include <limits>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "util/error.h"
 
@@ -65,6 +66,19 @@ std::vector<int> prune(const SelectionProblem& problem, std::vector<int> chosen)
 }
 
 // What the solver process reports back.
+// CBC's settings, by its command-line names (write_problem records them with a dumped BLP).
+constexpr std::pair<const char*, const char*> kCbcParameters[] = {
+    {"threads", "1"},
+    {"ratioGap", "0"},
+    // Zero-half cuts at every node took most of the time on YOLOX-nano's 478-candidate partitions
+    // (15.7 s -> 3.4 s without them, same optimum).
+    {"zeroHalfCuts", "off"},
+    // At most 20 rounds of cuts at the root (CBC's default, up to 100, kept cutting while the
+    // bound crept up): on the BLPs of 6 models' cold runs, solved to optimality, 37-57% less time
+    // on ConvNeXt-T, MobileNetV3, EfficientViT, 17-24% on SegFormer, YOLOX, EfficientNet, same optima.
+    {"passCuts", "20"},
+};
+
 struct CbcOutcome {
   bool has_solution = false;
   bool proven_optimal = false;
@@ -239,17 +253,9 @@ class BlpModel {
         fail("BLP: required tensor ", t, " has no candidate producing it");
       }
     Cbc_setLogLevel(model_, 0);
-    Cbc_setParameter(model_, "threads", "1");
     Cbc_setMaximumSeconds(model_, time_limit_seconds);
     Cbc_setAllowableGap(model_, 0.0);
-    Cbc_setParameter(model_, "ratioGap", "0");
-    // Zero-half cuts at every node took most of the time on YOLOX-nano's 478-candidate partitions
-    // (15.7 s -> 3.4 s without them, same optimum).
-    Cbc_setParameter(model_, "zeroHalfCuts", "off");
-    // At most 20 rounds of cuts at the root (CBC's default, up to 100, kept cutting while the
-    // bound crept up): on the BLPs of 6 models' cold runs, solved to optimality, 37-57% less time
-    // on ConvNeXt-T, MobileNetV3, EfficientViT, 17-24% on SegFormer, YOLOX, EfficientNet, same optima.
-    Cbc_setParameter(model_, "passCuts", "20");
+    for (const auto& [name, value] : kCbcParameters) Cbc_setParameter(model_, name, value);
     // Costs are seconds (1e-7 .. 1e-2 for one kernel): CBC's absolute tolerances (1e-7 on reduced
     // costs) are as large as the smallest ones, and a solve reported optimal came out 1.2% above
     // the true optimum. The objective is scaled so that the dearest candidate costs 1000.
@@ -375,15 +381,18 @@ class BlpModel {
     for (int k : warm_start) values[k] = 1.0;
     Cbc_setMIPStartI(model_, n_, cols.data(), values.data());
   }
-  // Writes the model to DIR/blp-N.mps(.gz) and the time limit and warm start (one column per
-  // line) to DIR/blp-N.start, N counting the solves of this process: to study solver settings
-  // offline on the problems of a real run.
+  // Writes the model to DIR/blp-N.mps(.gz) and to DIR/blp-N.start the time limit and the number
+  // of kernel columns, then kCbcParameters as name value pairs on one line, then the warm start
+  // (one kernel column per line); N counts the solves of this process. bench/blp_replay.cc reads
+  // them, to study solver settings offline on the problems of a real run.
   void write_problem(const std::string& dir, const std::vector<int>& warm_start, double time_limit_seconds) {
     static std::atomic<int> next_index{0};
     std::string base = str_cat(dir, "/blp-", next_index++);
     Cbc_writeMps(model_, base.c_str());
     std::ofstream start(base + ".start");
-    start << time_limit_seconds << "\n";
+    start << time_limit_seconds << " " << n_ << "\n";
+    for (const auto& [name, value] : kCbcParameters) start << name << " " << value << " ";
+    start << "\n";
     for (int k : warm_start) start << k << "\n";
   }
   // Solves in a child process (solve_in_child); `crash` says why when it died.
