@@ -54,8 +54,14 @@ struct SelectionResult {
   std::string status;  // "optimal", "time limit (gap x%)", ...
 };
 
+// How far a solve goes: to a proven optimum (or time_limit_seconds), or only through the root
+// node (its LP, a few rounds of cuts and the heuristics), which returns a good selection and a
+// lower bound quickly but rarely a proof.
+enum class SolveDepth { ToOptimality, RootOnly };
+
+// The best selection found (never worse than the warm start) and the best lower bound.
 SelectionResult solve_selection_blp(const SelectionProblem& problem, const std::vector<int>& warm_start,
-                                    double time_limit_seconds);
+                                    double time_limit_seconds, SolveDepth depth = SolveDepth::ToOptimality);
 // The cost of a selection: its kernels' costs less the link savings it realises (a selected
 // kernel's output is linked when it can be, is not required, and every selected reader takes
 // it in the internal layout; readers of a linked tensor save their input saving).

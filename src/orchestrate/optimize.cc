@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -458,6 +460,7 @@ bool measure_choice(const std::vector<int>& chosen, std::vector<Kernel>& cands, 
 struct PartitionChoice {
   SelectionResult selection;  // chosen: indices into the candidates
   bool capped = false;        // profiling stopped at max_profiling_rounds or the budget
+  bool within_gap = false;    // profiling stopped within options.profiling_gap of the optimum
   bool budget_spent = false;  // ... at the budget
 };
 
@@ -473,9 +476,29 @@ void stop_profiling(std::vector<Kernel>& cands, std::vector<char>& dropped, Pric
     if (!prices.is_measured(cands[i]) && !(budget && cands[i].prims.size() == 1)) dropped[i] = 1;
 }
 
+// The cheapest selection made of measured kernels among the round's warm start and its solution
+// (active indices; empty when neither is), with its cost.
+std::vector<int> cheapest_measured(const SelectionProblem& problem, const std::vector<int>& start,
+                                   const std::vector<int>& solution, const std::vector<int>& active_index,
+                                   const std::vector<Kernel>& cands, const PricedCache& prices, double* cost) {
+  auto measured = [&](const std::vector<int>& ks) {
+    return !ks.empty() && selection_is_feasible(problem, ks) &&
+           std::all_of(ks.begin(), ks.end(), [&](int k) { return prices.is_measured(cands[active_index[k]]); });
+  };
+  std::vector<int> best;
+  *cost = std::numeric_limits<double>::infinity();
+  for (const std::vector<int>* ks : {&start, &solution})
+    if (measured(*ks) && selection_cost(problem, *ks) < *cost) {
+      best = *ks;
+      *cost = selection_cost(problem, *ks);
+    }
+  return best;
+}
+
 // Solves a partition's BLP. Without a measurer, once. With one (lazy profiling): solve, measure
 // what the optimum uses, drop what cannot be built, re-solve, until the optimum is made of
-// measured kernels only; rounds that only guide what to measure stop their solve early, and the
+// measured kernels only, or a selection of measured kernels is within options.profiling_gap of
+// the round's lower bound; rounds that only guide what to measure stop their solve early, and the
 // last one is solved in full.
 PartitionChoice choose_kernels(const PrimGraph& g, const Partition& part, std::vector<Kernel>& cands,
                                const std::vector<int>& warm, PricedCache& prices, const OptimizeOptions& options,
@@ -499,12 +522,29 @@ PartitionChoice choose_kernels(const PrimGraph& g, const Partition& part, std::v
   while (true) {
     std::vector<int> active_index, start;
     SelectionProblem problem = active_problem(g, part, cands, dropped, warm, previous, prices, &active_index, &start);
-    sel = solve_selection_blp(
-        problem, start,
-        full_solve ? options.solver_time_limit : std::min(options.solver_time_limit, options.guide_solve_time_limit));
+    sel = full_solve
+              ? solve_selection_blp(problem, start, options.solver_time_limit)
+              : solve_selection_blp(problem, start, std::min(options.solver_time_limit, options.guide_solve_time_limit),
+                                    options.guide_solves_root_only ? SolveDepth::RootOnly : SolveDepth::ToOptimality);
     ++result.solve_rounds;
     report.solver_seconds += sel.seconds;
     result.solver_seconds += sel.seconds;
+    if (prices.measuring() && !choice.capped && options.profiling_gap > 0) {
+      double best_cost = 0;
+      std::vector<int> best = cheapest_measured(problem, start, sel.chosen, active_index, cands, prices, &best_cost);
+      bool exact = best == sel.chosen && (full_solve || sel.proven_optimal);  // ends below as an optimum
+      if (!best.empty() && !exact && best_cost <= sel.lower_bound + options.profiling_gap * std::abs(sel.lower_bound)) {
+        sel.chosen = best;
+        sel.cost = best_cost;
+        sel.proven_optimal = false;
+        sel.status =
+            str_cat("optimal within ", options.profiling_gap * 100, "% (lazy profiling stopped: ", best_cost * 1e3,
+                    " ms measured, ", sel.lower_bound * 1e3, " ms lower bound)");
+        choice.within_gap = true;
+        for (int& k : sel.chosen) k = active_index[k];
+        break;
+      }
+    }
     for (int& k : sel.chosen) k = active_index[k];
     previous = sel.chosen;
     if (!prices.measuring()) break;
@@ -543,13 +583,13 @@ std::vector<std::vector<PrimId>> solve_partition(const PrimGraph& g, const Parti
                             options.max_profiling_rounds, " rounds)");
   result.budget_spent = result.budget_spent || choice.budget_spent;
   // Optimal over the measured kernels only is not proven optimal.
-  result.all_optimal = result.all_optimal && sel.proven_optimal && !choice.capped;
+  result.all_optimal = result.all_optimal && (sel.proven_optimal || choice.within_gap) && !choice.capped;
   std::vector<std::vector<PrimId>> sets;
   for (int k : sel.chosen) sets.push_back(cands[k].prims);
   // A choice cut short by the budget is not stored: a later run with time to spare solves again.
   if (prices.measuring() && !choice.budget_spent) {
     KernelMeasurer::StoredSolution solution;
-    solution.proven_optimal = sel.proven_optimal && !choice.capped;
+    solution.proven_optimal = (sel.proven_optimal || choice.within_gap) && !choice.capped;
     for (const auto& set : sets) {
       solution.sets.emplace_back();
       for (PrimId p : set) solution.sets.back().push_back(p - part.prims.front());

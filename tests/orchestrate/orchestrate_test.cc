@@ -154,6 +154,8 @@ std::vector<Kernel> candidates_at_most(const PrimGraph& g, const Partition& part
   return cands;
 }
 
+// The BLP solved to optimality matches exhaustive search; a root-only solve stays between the
+// optimum and its warm start.
 TEST(Blp, MatchesBruteForceOnRandomDags) {
   std::mt19937 rng(12345);
   int checked = 0;
@@ -171,6 +173,23 @@ TEST(Blp, MatchesBruteForceOnRandomDags) {
     ASSERT_TRUE(selection_is_feasible(problem, blp.chosen));
     ASSERT_NEAR(blp.cost, exact.cost, 1e-6)
         << "trial " << trial << " with " << n << " primitives, " << cands.size() << " candidates";
+    // A root-only solve: a feasible selection, never dearer than its warm start (the single
+    // primitives) nor cheaper than the optimum, and a lower bound; only a proof says optimal.
+    std::vector<int> singles;
+    for (size_t k = 0; k < cands.size(); ++k)
+      if (cands[k].prims.size() == 1) singles.push_back(static_cast<int>(k));
+    SelectionResult root = solve_selection_blp(problem, singles, 30, SolveDepth::RootOnly);
+    ASSERT_TRUE(selection_is_feasible(problem, root.chosen));
+    if (selection_is_feasible(problem, singles)) {
+      EXPECT_LE(root.cost, selection_cost(problem, singles) * (1 + 1e-9));
+    }
+    EXPECT_GE(root.cost, exact.cost * (1 - 1e-9));
+    EXPECT_LE(root.lower_bound, exact.cost * (1 + 1e-9));
+    if (root.proven_optimal) {
+      EXPECT_NEAR(root.cost, exact.cost, 1e-6);
+    } else {
+      EXPECT_EQ(root.status.rfind("root only", 0), 0u) << root.status;
+    }
     ++checked;
   }
   EXPECT_EQ(checked, 200);
@@ -531,25 +550,55 @@ TEST(Optimize, WarmRunReplaysStoredPartitionSolutions) {
   EXPECT_EQ(not_kernels.korch.kernels.size(), cold.korch.kernels.size());
 }
 
-// Rounds that only pick what to measure next may stop their solve early; the round that ends a
-// partition is solved in full, so the plan is the same optimum as with full solves throughout.
+// Rounds that only pick what to measure next may stop their solve early (at a time or node
+// limit); the round that ends a partition is solved in full, so the plan is the same optimum as
+// with full solves throughout.
 TEST(Optimize, ShortGuideSolvesEndInTheSameOptimum) {
   PrimGraph g = residual_net(3);
   AnalyticCostModel model{MachineFigures{}};
   std::vector<OptimizeResult> results;
-  for (double guide_limit : {1e-3, 60.0}) {
+  for (auto [guide_limit, root_only] : {std::pair{60.0, false}, std::pair{1e-3, false}, std::pair{60.0, true}}) {
     FakeMeasurer measurer(model, 4.0);  // fused kernels dearer than estimated: several rounds
     OptimizeOptions options;
     options.measurer = &measurer;
     options.guide_solve_time_limit = guide_limit;
+    options.guide_solves_root_only = root_only;
+    options.profiling_gap = 0;
     results.push_back(optimize(g, model, options));
   }
   for (const OptimizeResult& r : results) {
     EXPECT_TRUE(r.all_optimal);
     EXPECT_GT(r.solve_rounds, static_cast<int>(r.partitions.size()));
+    EXPECT_NEAR(r.korch.predicted_seconds(), results[0].korch.predicted_seconds(),
+                1e-9 * results[0].korch.predicted_seconds());
   }
-  EXPECT_NEAR(results[0].korch.predicted_seconds(), results[1].korch.predicted_seconds(),
-              1e-9 * results[1].korch.predicted_seconds());
+}
+
+// Stopping within a profiling gap ends the same path of rounds early: no more solves or
+// measurements than running to the optimum, a plan within the gap of it, said in the status.
+TEST(Optimize, ProfilingGapStopsWithinTheGapOfTheOptimum) {
+  PrimGraph g = residual_net(3);
+  AnalyticCostModel model{MachineFigures{}};
+  std::vector<OptimizeResult> results;
+  std::vector<int> measured;
+  for (double gap : {0.0, 0.2}) {
+    FakeMeasurer measurer(model, 4.0);  // fused kernels dearer than estimated: several rounds
+    OptimizeOptions options;
+    options.measurer = &measurer;
+    options.profiling_gap = gap;
+    results.push_back(optimize(g, model, options));
+    measured.push_back(measurer.measured);
+  }
+  const OptimizeResult &exact = results[0], &within = results[1];
+  EXPECT_TRUE(exact.all_optimal);
+  EXPECT_TRUE(within.all_optimal);
+  EXPECT_TRUE(validate_plan(g, within.korch).empty());
+  EXPECT_LE(within.korch.predicted_seconds(), exact.korch.predicted_seconds() * 1.2 * (1 + 1e-9));
+  EXPECT_LT(within.solve_rounds, exact.solve_rounds);
+  EXPECT_LE(measured[1], measured[0]);
+  bool said = false;
+  for (const PartitionReport& p : within.partitions) said = said || p.status.rfind("optimal within 20%", 0) == 0;
+  EXPECT_TRUE(said);
 }
 
 TEST(Optimize, CappedProfilingIsStoredAsNotProvenOptimal) {

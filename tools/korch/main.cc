@@ -155,9 +155,11 @@ int reused_partitions(const OptimizeResult& r) {
   for (const auto& p : r.partitions) reused += p.same_as >= 0;
   return reused;
 }
-// The partitions the summary names: those neither proven optimal nor reused.
+// The partitions the summary names: those neither proven optimal (exactly or within the lazy
+// profiling gap) nor reused.
 bool noteworthy(const PartitionReport& p) {
-  return p.status != "optimal" && p.status != "reused" && p.status != "optimal (stored solution)";
+  return p.status != "optimal" && p.status != "reused" && p.status != "optimal (stored solution)" &&
+         p.status.rfind("optimal within ", 0) != 0;
 }
 std::array<const Plan*, 4> summary_plans(const OptimizeResult& r) {
   return {&r.per_primitive, &r.per_op, &r.greedy, &r.korch};
@@ -173,8 +175,11 @@ void print_summary(const OptimizeRun& run, const MachineFigures& m) {
             << " Gop/s vector, " << m.kernel_overhead_us << " us/kernel (" << m.source << ")\n";
   std::cout << "partitions: " << r.partitions.size() << " (" << r.num_unique_partitions << " solved, " << reused
             << " reused)   candidates: " << r.num_candidates << "   priced structures: " << r.num_priced << "\n";
+  int within_gap = 0;
+  for (const auto& p : r.partitions) within_gap += p.status.rfind("optimal within ", 0) == 0;
   std::cout << "solver: " << std::fixed << std::setprecision(2) << r.solver_seconds << " s, "
             << (r.all_optimal ? "every partition proven optimal" : "NOT all partitions proven optimal")
+            << (within_gap > 0 ? str_cat(" (", within_gap, " within the lazy-profiling gap)") : "")
             << "   total optimize time: " << r.total_seconds << " s\n";
   if (run.measured)
     std::cout << "profiling: " << r.num_measured << " kernel structures measured of " << r.num_priced << " priced ("
