@@ -487,11 +487,14 @@ std::vector<int> cheapest_measured(const SelectionProblem& problem, const std::v
   };
   std::vector<int> best;
   *cost = std::numeric_limits<double>::infinity();
-  for (const std::vector<int>* ks : {&start, &solution})
-    if (measured(*ks) && selection_cost(problem, *ks) < *cost) {
+  for (const std::vector<int>* ks : {&start, &solution}) {
+    if (!measured(*ks)) continue;
+    double c = selection_cost(problem, *ks);
+    if (c < *cost) {
       best = *ks;
-      *cost = selection_cost(problem, *ks);
+      *cost = c;
     }
+  }
   return best;
 }
 
@@ -541,13 +544,11 @@ PartitionChoice choose_kernels(const PrimGraph& g, const Partition& part, std::v
             str_cat("optimal within ", options.profiling_gap * 100, "% (lazy profiling stopped: ", best_cost * 1e3,
                     " ms measured, ", sel.lower_bound * 1e3, " ms lower bound)");
         choice.within_gap = true;
-        for (int& k : sel.chosen) k = active_index[k];
-        break;
       }
     }
     for (int& k : sel.chosen) k = active_index[k];
     previous = sel.chosen;
-    if (!prices.measuring()) break;
+    if (!prices.measuring() || choice.within_gap) break;
     if (measure_choice(sel.chosen, cands, dropped, prices, options)) {
       if (full_solve || sel.proven_optimal) break;
       full_solve = true;  // stopped early on measured kernels only: solve this round in full
