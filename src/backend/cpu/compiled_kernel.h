@@ -70,6 +70,12 @@ CodegenStats halide_codegen_stats();
 // The Halide target korch compiles for: HL_JIT_TARGET (default: host), minus features
 // Halide 14 wrongly infers for this CPU (AVX-VNNI on AVX512-VNNI CPUs without it).
 Halide::Target halide_target();
+// The target of the JIT kernels: halide_target() without Halide's runtime checks of the buffers
+// a kernel is called with (no_asserts), unless KORCH_HALIDE_ASSERTS=1. A JIT kernel makes every
+// buffer it passes from the shapes and layouts its pipeline was built for, so the checks can
+// only fail on a bug that verification against the reference catches; dropping them cuts a
+// quarter of each compilation. Exported (ahead-of-time) kernels keep them.
+Halide::Target halide_jit_target();
 // Which of a Halide kernel's tensors are stored in an activation layout of oneDNN's instead of
 // dense (nchw): one flag per k.inputs entry and one for the output, all in one `format`:
 // "nhwc" (channels last) or "nChw8c" / "nChw16c" (channels blocked by 8 / 16, the block

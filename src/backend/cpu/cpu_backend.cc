@@ -20,7 +20,7 @@
 
 namespace korch::cpu {
 
-const char* const kCodegenVersion = "korch-codegen-15";
+const char* const kCodegenVersion = "korch-codegen-16";
 
 namespace {
 

@@ -1,5 +1,5 @@
 // Memory-bound kernels as Halide 14 JIT pipelines (build_halide_pipeline, compiled for
-// halide_target() once per process for every kernel with the same program: compiled_pipeline).
+// halide_jit_target() once per process for every kernel with the same program: compiled_pipeline).
 // Halide runs its parallel loops on korch's OpenMP threads (custom do_par_for), so oneDNN and
 // Halide share one pool. A kernel sets the pipeline's parameters to its buffers and runs it under
 // the pipeline's lock, so kernels sharing a pipeline never see each other's buffers, even from
@@ -8,6 +8,8 @@
 // pipeline for those layouts before its next run, and never reorders a tensor.
 #include <omp.h>
 
+#include <cstdlib>
+#include <cstring>
 #include <mutex>
 
 #include "backend/cpu/halide_internal.h"
@@ -165,8 +167,15 @@ class HalideKernel : public CompiledKernel {
 
 }  // namespace halide_detail
 
+Halide::Target halide_jit_target() {
+  const char* asserts = std::getenv("KORCH_HALIDE_ASSERTS");
+  Halide::Target t = halide_target();
+  if (asserts && std::strcmp(asserts, "1") == 0) return t;
+  return t.with_feature(Halide::Target::NoAsserts);
+}
+
 std::unique_ptr<CompiledKernel> compile_halide_kernel(const PrimGraph& g, const Kernel& k, std::string* why_not) {
-  Halide::Target target = halide_target();
+  Halide::Target target = halide_jit_target();
   halide_detail::CompiledPipeline compiled;
   std::string description;
   if (!halide_detail::compiled_pipeline(g, k, target, HalideLayouts{}, &compiled, &description, why_not))

@@ -2,6 +2,7 @@
 // table (tests/backend/kernel_cases.h) with every schedule variant and every activation layout
 // the kernel takes, plus what only the CPU's code generator has (streaming stores, summation
 // order, the exp range). tests/backend/conformance_test.cc runs the same table on every backend.
+#include <Halide.h>
 #include <gtest/gtest.h>
 #include <omp.h>
 
@@ -141,6 +142,22 @@ void check_kernel(const KernelCase& c) {
 TEST(CpuKernels, MatchReferenceAcrossKindsAndFusions) {
   cpu::set_num_threads(2);
   for (const KernelCase& c : memory_bound_kernel_cases()) check_kernel(c);
+}
+
+// JIT kernels drop Halide's runtime checks of their buffers (no_asserts) because every buffer a
+// kernel passes is made from the shapes and layouts its pipeline was built for. With the checks
+// kept (KORCH_HALIDE_ASSERTS=1, a target of its own) the same table passes: every dense and
+// strided (channels-last, blocked) buffer the kernels pass meets what their pipelines require,
+// or Halide's checks would make the run fail.
+TEST(CpuKernels, BuffersMeetHalidesChecksThatJitKernelsDrop) {
+  EXPECT_TRUE(cpu::halide_jit_target().has_feature(Halide::Target::NoAsserts));
+  ASSERT_EQ(setenv("KORCH_HALIDE_ASSERTS", "1", 1), 0);
+  bool asserts_kept = !cpu::halide_jit_target().has_feature(Halide::Target::NoAsserts) ||
+                      cpu::halide_target().has_feature(Halide::Target::NoAsserts);  // HL_JIT_TARGET asked for none
+  EXPECT_TRUE(asserts_kept);
+  cpu::set_num_threads(2);
+  for (const KernelCase& c : memory_bound_kernel_cases()) check_kernel(c);
+  unsetenv("KORCH_HALIDE_ASSERTS");
 }
 
 // Each case whose name contains a tag of `expected` must have a schedule variant whose
