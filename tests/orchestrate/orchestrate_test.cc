@@ -1,5 +1,6 @@
 // Orchestration tests: partitioning, candidate enumeration, baselines, the BLP against brute
 // force on random DAGs, plan validation and JSON, and optimize() properties on small models.
+#include <coin/Cbc_C_Interface.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -437,20 +438,61 @@ TEST(Blp, TimeLimitReturnsBestPlanWithGap) {
   EXPECT_LE(r.korch.predicted_seconds(), r.greedy.predicted_seconds() + 1e-12);
 }
 
+// The BLP of a two-block residual net's candidates at analytic prices, and its one-primitive
+// kernels (a feasible warm start).
+SelectionProblem residual_problem(std::vector<int>* singles, size_t* num_candidates) {
+  PrimGraph g = residual_net(2);
+  Partition part = whole(g);
+  std::vector<Kernel> cands = enumerate_candidates(g, part, CandidateOptions{});
+  AnalyticCostModel model{MachineFigures{}};
+  for (Kernel& k : cands) k.cost = model.cost(g, k);
+  for (size_t k = 0; k < cands.size(); ++k)
+    if (cands[k].prims.size() == 1) singles->push_back(static_cast<int>(k));
+  *num_candidates = cands.size();
+  return selection_problem(g, part, cands);
+}
+
+// CBC's C interface passes a warm start to the solver by column name, so every column of the BLP
+// has its own: read back from the problem a solve dumps (KORCH_BLP_DUMP_DIR), the columns carry
+// korch's names c0, c1, ... (a model built with empty names gets the writer's C0000000, ... in the
+// file, and lost its warm start in the solve).
+TEST(Blp, ColumnsAreNamedSoThatTheWarmStartReachesCbc) {
+  std::vector<int> singles;
+  size_t num_candidates = 0;
+  SelectionProblem problem = residual_problem(&singles, &num_candidates);
+  std::filesystem::path dir =
+      std::filesystem::path(testing::TempDir()) / ("korch_blp_names_" + std::to_string(getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  ASSERT_EQ(setenv("KORCH_BLP_DUMP_DIR", dir.c_str(), 1), 0);
+  SelectionResult r = solve_selection_blp(problem, singles, 60);
+  unsetenv("KORCH_BLP_DUMP_DIR");
+  EXPECT_TRUE(r.proven_optimal);
+  std::filesystem::path mps;
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    if (e.path().string().find(".mps") != std::string::npos) mps = e.path();
+  ASSERT_FALSE(mps.empty()) << "no problem dumped in " << dir;
+  Cbc_Model* read = Cbc_newModel();
+  Cbc_setLogLevel(read, 0);
+  ASSERT_EQ(Cbc_readMps(read, mps.c_str()), 0);
+  int columns = Cbc_getNumCols(read);
+  EXPECT_GE(columns, static_cast<int>(num_candidates));  // kernel columns, then any link columns
+  for (int c = 0; c < columns; ++c) {
+    char name[64] = {};
+    Cbc_getColName(read, c, name, sizeof name - 1);
+    ASSERT_EQ(std::string(name), "c" + std::to_string(c));
+  }
+  Cbc_deleteModel(read);
+  std::filesystem::remove_all(dir);
+}
+
 // A solver that dies (CBC aborts on some inputs: its assertions are compiled in) costs the solve
 // its proof, not the process: the warm start comes back, feasible and said to be unproven; with
 // no warm start the error is a korch::Error, not a crash.
 TEST(Blp, SolverCrashKeepsTheWarmStart) {
-  PrimGraph g = residual_net(2);
-  Partition part = whole(g);
-  CandidateOptions co;
-  std::vector<Kernel> cands = enumerate_candidates(g, part, co);
-  AnalyticCostModel model{MachineFigures{}};
-  for (Kernel& k : cands) k.cost = model.cost(g, k);
-  SelectionProblem problem = selection_problem(g, part, cands);
   std::vector<int> singles;
-  for (size_t k = 0; k < cands.size(); ++k)
-    if (cands[k].prims.size() == 1) singles.push_back(static_cast<int>(k));
+  size_t num_candidates = 0;
+  SelectionProblem problem = residual_problem(&singles, &num_candidates);
   ASSERT_TRUE(selection_is_feasible(problem, singles));
   SelectionResult normal = solve_selection_blp(problem, singles, 60);
   EXPECT_TRUE(normal.proven_optimal);
