@@ -131,19 +131,26 @@ bool halide_supports(const PrimGraph& g, const Kernel& k, std::string* why_not) 
 }
 
 namespace {
-// CPUID leaf 7 sub-leaf 1, EAX bit 4: AVX-VNNI (the VEX-encoded VNNI instructions).
-bool cpu_has_avx_vnni() {
+// Whether the CPU has the vector instructions LLVM's sapphirerapids CPU may emit beyond Cannon
+// Lake's: AVX-VNNI (CPUID leaf 7 sub-leaf 1, EAX bit 4; the VEX-encoded vpdpwssd) and AVX512-FP16
+// (leaf 7 sub-leaf 0, EDX bit 23; e.g. vmovsh for 16-bit element moves).
+bool cpu_has_sapphire_rapids_vector_isa() {
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
   if (!__get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx)) return false;
-  return (eax >> 4) & 1;
+  bool avx_vnni = (eax >> 4) & 1;
+  if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return false;
+  bool avx512_fp16 = (edx >> 23) & 1;
+  return avx_vnni && avx512_fp16;
 }
 }  // namespace
 
 Halide::Target halide_target() {
   Halide::Target t = Halide::get_jit_target_from_environment();
-  // Halide 14 infers avx512_sapphirerapids from AVX512-BF16 + VNNI (e.g. on AMD Zen 4) and
-  // then emits VEX-encoded vpdpwssd (AVX-VNNI), which such CPUs do not have: SIGILL.
-  if (t.has_feature(Halide::Target::AVX512_SapphireRapids) && !cpu_has_avx_vnni())
+  // Halide 14 infers avx512_sapphirerapids from AVX512-BF16 + VNNI and then compiles for LLVM's
+  // sapphirerapids CPU, whose instructions AMD's AVX-512 CPUs lack in part: Zen 4 has no AVX-VNNI
+  // (vpdpwssd: SIGILL), Zen 5 no AVX512-FP16 (vmovsh in a MaxPool kernel: SIGILL). Without both,
+  // kernels compile for Cannon Lake's AVX-512 (korch's kernels are fp32; BF16 and VNNI go unused).
+  if (t.has_feature(Halide::Target::AVX512_SapphireRapids) && !cpu_has_sapphire_rapids_vector_isa())
     t = t.without_feature(Halide::Target::AVX512_SapphireRapids);
   return t;
 }
