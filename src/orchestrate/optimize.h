@@ -67,6 +67,9 @@ struct OptimizeOptions {
   // on the reference). Empty: every candidate is taken to be generated.
   std::function<bool(const PrimGraph&, const Kernel&)> supported;
   std::function<void(const OptimizeProgress&)> progress;  // optional
+  // Optional: one line per BLP solve of a partition (lazy profiling's rounds: the solve's depth and
+  // time, the selection's cost and lower bound, its kernels and how many of them were unmeasured).
+  std::function<void(const std::string&)> log_round;
 };
 
 struct PartitionReport {
@@ -76,6 +79,7 @@ struct PartitionReport {
   int same_as = -1;  // index of the identical partition whose solution was reused
   std::string status;
   double solver_seconds = 0;
+  int solves = 0;  // BLP solves (lazy profiling's rounds)
   double cost = 0;
 };
 

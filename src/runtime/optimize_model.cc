@@ -110,6 +110,7 @@ ModelOptimizeRun optimize_model(const PrimGraph& g, const ModelOptimizeSettings&
     };
   }
   options.measurer = &profiler;
+  options.log_round = settings.rounds;
   cache.begin_batch();
   run.result = optimize(g, analytic, options);
   if (settings.plan_race) {

@@ -31,6 +31,7 @@ struct ModelOptimizeSettings {
   double budget_seconds = 0;                         // measured costs: stop profiling after this long (0: no budget)
   std::function<void(const std::string&)> warn;      // profile-cache warnings (empty: to stderr)
   std::function<void(const std::string&)> dropped;   // one line per dropped kernel
+  std::function<void(const std::string&)> rounds;    // one line per BLP solve (OptimizeOptions::log_round)
   std::function<void(const std::string&)> progress;  // one status line at a time
 };
 

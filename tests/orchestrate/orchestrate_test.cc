@@ -643,6 +643,35 @@ TEST(Optimize, ProfilingGapStopsWithinTheGapOfTheOptimum) {
   EXPECT_TRUE(said);
 }
 
+// Every BLP solve is logged (korch optimize --verbose) and counted per partition; without a gap
+// or a cap, a partition's last solve chose measured kernels only (that is what ends profiling).
+TEST(Optimize, EverySolveIsLoggedAndTheLastChoosesMeasuredKernelsOnly) {
+  PrimGraph g = residual_net(3);
+  AnalyticCostModel model{MachineFigures{}};
+  FakeMeasurer measurer(model, 4.0);  // fused kernels dearer than estimated: several rounds
+  OptimizeOptions options;
+  options.measurer = &measurer;
+  options.profiling_gap = 0;
+  std::vector<std::string> lines;
+  options.log_round = [&](const std::string& line) { lines.push_back(line); };
+  OptimizeResult r = optimize(g, model, options);
+  ASSERT_TRUE(r.all_optimal);
+  EXPECT_EQ(static_cast<int>(lines.size()), r.solve_rounds);
+  int solves = 0;
+  for (const PartitionReport& p : r.partitions) {
+    solves += p.solves;
+    if (p.solves == 0) continue;
+    std::string prefix = "partition " + std::to_string(p.index) + " ";
+    std::string last;
+    for (const std::string& line : lines)
+      if (line.rfind(prefix, 0) == 0) last = line;
+    EXPECT_NE(last.find(" solve " + std::to_string(p.solves) + " "), std::string::npos) << last;
+    EXPECT_NE(last.find("(0 unmeasured)"), std::string::npos) << last;
+  }
+  EXPECT_EQ(solves, r.solve_rounds);
+  EXPECT_GT(r.solve_rounds, static_cast<int>(r.partitions.size()));
+}
+
 TEST(Optimize, CappedProfilingIsStoredAsNotProvenOptimal) {
   PrimGraph g = residual_net(3);
   AnalyticCostModel model{MachineFigures{}};

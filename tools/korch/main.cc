@@ -143,6 +143,7 @@ OptimizeRun run_optimizer(const PrimGraph& g, OptimizeFlags f, const std::string
     progress.done();
     if (f.verbose) std::cerr << line << "\n";
   };
+  s.rounds = s.dropped;
   s.progress = [&](const std::string& line) { progress.update(line); };
   OptimizeRun run = optimize_model(g, s);
   progress.done();
@@ -258,7 +259,8 @@ nlohmann::json summary_json(const std::string& model_path, const PrimGraph& g, c
   j["not_optimal_partitions"] = nlohmann::json::array();
   for (const auto& p : r.partitions)
     if (noteworthy(p))
-      j["not_optimal_partitions"].push_back({{"index", p.index}, {"primitives", p.num_prims}, {"status", p.status}});
+      j["not_optimal_partitions"].push_back(
+          {{"index", p.index}, {"primitives", p.num_prims}, {"solves", p.solves}, {"status", p.status}});
   // Measured costs only (null with analytic costs): the profiler's side of the run.
   j["profiling"] = nullptr;
   auto timing_json = [](const TimingStats& t) {
@@ -630,7 +632,7 @@ int main(int argc, char** argv) {
     cmd->add_option("--time-limit", flags.time_limit, "Solver time limit per BLP solve, seconds (default 60)");
     cmd->add_option("--threads", flags.threads, "CPU threads (default 2)");
     cmd->add_option("--cache", flags.cache_path, "Profile cache file (default: the user cache)");
-    cmd->add_flag("--verbose", flags.verbose, "Log every dropped kernel");
+    cmd->add_flag("--verbose", flags.verbose, "Log every dropped kernel and every BLP solve (lazy profiling's rounds)");
     cmd->add_option("--budget", flags.budget,
                     "With measured costs, stop profiling after this many seconds and choose among the kernels "
                     "measured by then (default 0: no budget)");
