@@ -29,8 +29,8 @@ using Clock = std::chrono::steady_clock;
 // given and the kernel was measured) with its measurement.
 class PricedCache {
  public:
-  PricedCache(const PrimGraph& g, CostModel& model, KernelMeasurer* measurer)
-      : g_(g), model_(model), measurer_(measurer) {}
+  PricedCache(const PrimGraph& g, CostModel& model, KernelMeasurer* measurer, bool price_by_op_set)
+      : g_(g), model_(model), measurer_(measurer), price_by_op_set_(price_by_op_set) {}
   void price(Kernel& k) {
     auto m = measured_.find(k.hash);
     if (m != measured_.end() && m->second) {
@@ -40,8 +40,13 @@ class PricedCache {
     }
     // Unmeasured: the model's estimate, scaled by the smallest measured/estimated ratio seen
     // so far for its class (linear or memory-bound), which keeps it a lower bound in practice
-    // while making lazy profiling converge in few rounds.
-    k.cost = estimate(k) * (min_ratio_[k.num_linear > 0] > 0 ? min_ratio_[k.num_linear > 0] : 1.0);
+    // while making lazy profiling converge in few rounds. A memory-bound kernel whose set of
+    // primitive ops has been measured takes that set's smallest ratio where it is higher: the
+    // class minimum comes from the kernels the roofline prices best, and kinds it prices badly
+    // (gathers: Resize; transposes) were otherwise chosen one by one, each found dearer, for tens
+    // of rounds. Linear kernels keep the class minimum: their rate depends on the shape, not the
+    // ops (priced by op set, YOLOX's Conv+bias+SiLU kernels were never measured again: 5% slower).
+    k.cost = estimate(k) * price_ratio(k);
   }
   double estimate(const Kernel& k) {
     auto it = cache_.find(k.hash);
@@ -133,9 +138,36 @@ class PricedCache {
     double ratio = *m / std::max(estimate(k), 1e-12);
     double& r = min_ratio_[k.num_linear > 0];
     r = r > 0 ? std::min(r, ratio) : ratio;
+    if (k.num_linear == 0) {
+      auto [it, inserted] = min_ratio_by_op_set_.emplace(op_set(k), ratio);
+      if (!inserted) it->second = std::min(it->second, ratio);
+    }
   }
   std::unordered_map<uint64_t, bool> implementable_;
+  bool price_by_op_set_;
   double min_ratio_[2] = {0, 0};
+  std::unordered_map<std::string, double> min_ratio_by_op_set_;  // memory-bound kernels
+  std::unordered_map<uint64_t, std::string> op_sets_;
+
+  // The sorted names of the primitive ops kernel k holds ("Add,Resize,Transpose,").
+  const std::string& op_set(const Kernel& k) {
+    auto it = op_sets_.find(k.hash);
+    if (it != op_sets_.end()) return it->second;
+    std::set<std::string> ops;
+    for (PrimId p : k.prims) ops.insert(prim_op_name(g_.prim(p).op));
+    std::string key;
+    for (const std::string& op : ops) key += op + ",";
+    return op_sets_.emplace(k.hash, key).first->second;
+  }
+  double price_ratio(const Kernel& k) {
+    bool linear = k.num_linear > 0;
+    double r = min_ratio_[linear] > 0 ? min_ratio_[linear] : 1.0;
+    if (price_by_op_set_ && !linear) {
+      auto it = min_ratio_by_op_set_.find(op_set(k));
+      if (it != min_ratio_by_op_set_.end()) r = std::max(r, it->second);
+    }
+    return r;
+  }
   std::optional<Clock::time_point> deadline_;
 };
 
@@ -633,7 +665,7 @@ std::optional<std::vector<std::vector<PrimId>>> take_stored_solution(const PrimG
 OptimizeResult optimize(const PrimGraph& g, CostModel& cost, const OptimizeOptions& options) {
   auto start = Clock::now();
   OptimizeResult result;
-  PricedCache prices(g, cost, options.measurer);
+  PricedCache prices(g, cost, options.measurer, options.price_by_op_set);
   if (options.budget_seconds > 0)
     prices.set_deadline(
         start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(options.budget_seconds)));

@@ -52,6 +52,9 @@ struct OptimizeOptions {
   // none (53, 54 and 76 BLP solves); yolox_nano tiny 462 with 4, 351 with none (44, 66 solves).
   // One is kept against partitions that churn (each round is one of max_profiling_rounds).
   int rivals_per_round = 1;
+  // Prices an unmeasured memory-bound kernel by the kernels measured with its set of primitive
+  // ops (PricedCache::price). Off: by its class alone (linear or memory-bound).
+  bool price_by_op_set = true;
   // Seconds from the start of optimize() after which no more kernels are measured (0: no
   // budget): partitions not finished then choose among the kernels measured so far (the baseline
   // plans' kernels always are, so no partition is priced above its greedy kernels), and their

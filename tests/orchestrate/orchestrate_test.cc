@@ -550,7 +550,7 @@ class FakeMeasurer : public KernelMeasurer {
   std::map<uint64_t, StoredSolution> solutions;
   int measured = 0;
 
- private:
+ protected:
   CostModel& model_;
   double penalty_;
 };
@@ -670,6 +670,53 @@ TEST(Optimize, EverySolveIsLoggedAndTheLastChoosesMeasuredKernelsOnly) {
   }
   EXPECT_EQ(solves, r.solve_rounds);
   EXPECT_GT(r.solve_rounds, static_cast<int>(r.partitions.size()));
+}
+
+// A measurer under which memory-bound kernels with a Relu cost 20x their estimate, the others
+// 1.5x: kernels of a kind the estimate prices badly.
+class OpDependentMeasurer : public FakeMeasurer {
+ public:
+  using FakeMeasurer::FakeMeasurer;
+  std::optional<double> measure(const PrimGraph& g, const Kernel& k) override {
+    ++measured;
+    bool relu = false;
+    for (PrimId p : k.prims) relu = relu || g.prim(p).op == PrimOp::Relu;
+    return (relu && k.num_linear == 0 ? 20.0 : 1.5) * model_.cost(g, k);
+  }
+};
+
+// Priced by the kernels measured with the same set of primitive ops, kernels of a kind the
+// estimate prices badly are measured once or twice, not one by one: fewer measurements, the same
+// optimum (here the op set's ratio is exact).
+TEST(Optimize, OpSetPricesMeasureFewerKernelsOfAKindTheEstimateMisprices) {
+  PrimGraph g;  // a chain of 12 elementwise primitives: many fused candidates, one partition
+  TensorId x = g.add_input("x", DType::F32, {1, 16, 32, 32});
+  for (int i = 0; i < 4; ++i) {
+    TensorId c = g.add_constant("c", std::make_shared<const TensorData>(TensorData(DType::F32, {1, 16, 1, 1})));
+    x = g.add_primitive(PrimOp::Add, {x, c}, {});
+    x = g.add_primitive(PrimOp::Relu, {x}, {});
+    x = g.add_primitive(PrimOp::Mul, {x, c}, {});
+  }
+  g.mark_output(x);
+  AnalyticCostModel model{MachineFigures{}};
+  std::vector<OptimizeResult> results;
+  std::vector<int> measured;
+  for (bool by_op_set : {false, true}) {
+    OpDependentMeasurer measurer(model);
+    OptimizeOptions options;
+    options.measurer = &measurer;
+    options.profiling_gap = 0;
+    options.price_by_op_set = by_op_set;
+    results.push_back(optimize(g, model, options));
+    measured.push_back(measurer.measured);
+  }
+  for (const OptimizeResult& r : results) {
+    EXPECT_TRUE(r.all_optimal);
+    EXPECT_TRUE(validate_plan(g, r.korch).empty());
+  }
+  EXPECT_LT(measured[1], measured[0]) << measured[1] << " vs " << measured[0];
+  EXPECT_NEAR(results[1].korch.predicted_seconds(), results[0].korch.predicted_seconds(),
+              1e-9 * results[0].korch.predicted_seconds());
 }
 
 TEST(Optimize, CappedProfilingIsStoredAsNotProvenOptimal) {
