@@ -562,11 +562,12 @@ PartitionChoice choose_kernels(const PrimGraph& g, const Partition& part, std::v
               : solve_selection_blp(problem, start, std::min(options.solver_time_limit, options.guide_solve_time_limit),
                                     options.guide_solves_root_only ? SolveDepth::RootOnly : SolveDepth::ToOptimality);
     ++result.solve_rounds;
+    ++report.solves;
     if (options.log_round) {
       int unmeasured = 0;
       for (int k : sel.chosen) unmeasured += prices.measuring() && !prices.is_measured(cands[active_index[k]]);
       options.log_round(str_cat("partition ", report.index, " (", part.prims.size(), " primitives) solve ",
-                                ++report.solves, full_solve ? " full" : " guide", ": ", sel.seconds, " s, ",
+                                report.solves, full_solve ? " full" : " guide", ": ", sel.seconds, " s, ",
                                 active_index.size(), " candidates, cost ", sel.cost * 1e3, " ms, lower bound ",
                                 sel.lower_bound * 1e3, " ms, ", sel.chosen.size(), " kernels (", unmeasured,
                                 " unmeasured), ", sel.status));

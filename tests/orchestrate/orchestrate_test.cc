@@ -657,6 +657,14 @@ TEST(Optimize, EverySolveIsLoggedAndTheLastChoosesMeasuredKernelsOnly) {
   OptimizeResult r = optimize(g, model, options);
   ASSERT_TRUE(r.all_optimal);
   EXPECT_EQ(static_cast<int>(lines.size()), r.solve_rounds);
+  // Counted without a log too.
+  FakeMeasurer quiet_measurer(model, 4.0);
+  options.measurer = &quiet_measurer;
+  options.log_round = nullptr;
+  OptimizeResult quiet = optimize(g, model, options);
+  int quiet_solves = 0;
+  for (const PartitionReport& p : quiet.partitions) quiet_solves += p.solves;
+  EXPECT_EQ(quiet_solves, quiet.solve_rounds);
   int solves = 0;
   for (const PartitionReport& p : r.partitions) {
     solves += p.solves;

@@ -143,7 +143,7 @@ OptimizeRun run_optimizer(const PrimGraph& g, OptimizeFlags f, const std::string
     progress.done();
     if (f.verbose) std::cerr << line << "\n";
   };
-  s.rounds = s.dropped;
+  if (f.verbose) s.rounds = s.dropped;  // only --verbose prints them: no work per solve otherwise
   s.progress = [&](const std::string& line) { progress.update(line); };
   OptimizeRun run = optimize_model(g, s);
   progress.done();
