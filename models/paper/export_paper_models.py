@@ -559,9 +559,11 @@ def export_one(name, outdir, tiny, bench, ort):
 
     os.makedirs(case_dir, exist_ok=True)
     model_path = os.path.join(case_dir, "model.onnx")
-    kw = dict(opset_version=OPSET, do_constant_folding=True, dynamo=False,
+    kw = dict(opset_version=OPSET, do_constant_folding=True,
               input_names=in_names, output_names=out_names, export_params=True,
               training=torch.onnx.TrainingMode.EVAL)
+    if int(torch.__version__.split(".")[0]) >= 2:
+        kw["dynamo"] = False  # the TorchScript exporter (torch 1.x has no other, nor the keyword)
     grad_mode = "no_grad"
     try:
         with torch.no_grad():
