@@ -31,8 +31,11 @@ std::vector<TensorData> random_kernel_inputs(const PrimGraph& g, const Kernel& k
       if (prim.op == PrimOp::Gather && prim.inputs[1] == t)
         limit = std::min<int64_t>(limit == 3 ? INT64_MAX : limit, g.tensor(prim.inputs[0]).shape[prim.attrs.i("axis")]);
     }
+    float* f32 = info.dtype == DType::F32 ? v.data<float>() : nullptr;
     for (int64_t i = 0; i < v.size(); ++i) {
-      if (is_floating(info.dtype))
+      if (f32)
+        f32[i] = real(rng);
+      else if (is_floating(info.dtype))
         v.set_f64(i, real(rng));
       else if (info.dtype == DType::Bool)
         v.set_i64(i, rng() & 1);

@@ -20,8 +20,10 @@ Comparison compare_tensors(const TensorData& actual, const TensorData& expected,
     c.problem = str_cat("dtype ", dtype_name(actual.dtype()), " != expected ", dtype_name(expected.dtype()));
     return c;
   }
+  const float* actual_f32 = actual.dtype() == DType::F32 ? actual.data<float>() : nullptr;
+  const float* expected_f32 = actual_f32 ? expected.data<float>() : nullptr;
   for (int64_t i = 0; i < actual.size(); ++i) {
-    double a = actual.get_f64(i), b = expected.get_f64(i);
+    double a = actual_f32 ? actual_f32[i] : actual.get_f64(i), b = expected_f32 ? expected_f32[i] : expected.get_f64(i);
     if (!is_floating(actual.dtype())) {
       int64_t ai = actual.get_i64(i), bi = expected.get_i64(i);
       if (ai != bi) {

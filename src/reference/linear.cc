@@ -1,5 +1,7 @@
 // Reference linear primitives (batched MatMul with broadcasting, N-d grouped Conv and
-// ConvTranspose) and window primitives (max/avg pooling). Float math accumulates in double.
+// ConvTranspose) and window primitives (max/avg pooling). Float math accumulates in double, every
+// output element's terms in a fixed order (the same at any thread count: MatMul rows and Conv
+// planes are split over OpenMP threads, whole).
 // Spatial ranks 1..3 are handled by viewing them as 3-D (missing dims have size 1).
 #include <algorithm>
 #include <cmath>
@@ -48,19 +50,31 @@ TensorData matmul(const TensorData& a, const TensorData& b, const Shape& out_sha
   std::vector<double> va = a.to_f64(), vb = b.to_f64();
   int64_t nb = num_elements(batch);
   std::vector<double> out(nb * m * n, 0.0);
-  for (int64_t bi = 0; bi < nb; ++bi) {
-    const double* pa = va.data() + off_a[bi] * m * k;
+  // Each output row by one thread, its terms added in k order.
+#pragma omp parallel for schedule(dynamic)
+  for (int64_t row = 0; row < nb * m; ++row) {
+    int64_t bi = row / m, i = row % m;
+    const double* pa = va.data() + off_a[bi] * m * k + i * k;
     const double* pb = vb.data() + off_b[bi] * k * n;
-    double* po = out.data() + bi * m * n;
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t kk = 0; kk < k; ++kk) {
-        double av = pa[i * k + kk];
-        const double* rb = pb + kk * n;
-        double* ro = po + i * n;
-        for (int64_t j = 0; j < n; ++j) ro[j] += av * rb[j];
-      }
+    double* ro = out.data() + row * n;
+    for (int64_t kk = 0; kk < k; ++kk) {
+      double av = pa[kk];
+      const double* rb = pb + kk * n;
+#pragma omp simd
+      for (int64_t j = 0; j < n; ++j) ro[j] += av * rb[j];
+    }
   }
   return TensorData::from_f64(a.dtype(), out_shape, out);
+}
+
+// The output positions [*lo, *hi) of one axis whose input position o * stride - pad + tap lies
+// inside [0, in).
+void valid_range(int64_t out, int64_t in, int64_t stride, int64_t pad, int64_t tap, int64_t* lo, int64_t* hi) {
+  int64_t first = pad - tap;          // o * stride >= first
+  int64_t last = in - 1 + pad - tap;  // o * stride <= last
+  *lo = first <= 0 ? 0 : (first + stride - 1) / stride;
+  *hi = last < 0 ? 0 : std::min(out, last / stride + 1);
+  if (*hi < *lo) *hi = *lo;
 }
 
 TensorData conv(const Primitive& prim, const TensorData& x, const TensorData& w, const Shape& out_shape) {
@@ -73,34 +87,41 @@ TensorData conv(const Primitive& prim, const TensorData& x, const TensorData& w,
   int64_t kvol = g.k[0] * g.k[1] * g.k[2];
   std::vector<double> vx = x.to_f64(), vw = w.to_f64();
   std::vector<double> out(batch * cout * out_plane, 0.0);
-  for (int64_t nb = 0; nb < batch; ++nb)
-    for (int64_t oc = 0; oc < cout; ++oc) {
-      int64_t grp = oc / cout_g;
-      double* po = out.data() + (nb * cout + oc) * out_plane;
-      for (int64_t ic = 0; ic < cin_g; ++ic) {
-        const double* px = vx.data() + (nb * sx[1] + grp * cin_g + ic) * in_plane;
-        const double* pw = vw.data() + (oc * cin_g + ic) * kvol;
-        for (int64_t kd = 0; kd < g.k[0]; ++kd)
-          for (int64_t kh = 0; kh < g.k[1]; ++kh)
-            for (int64_t kw = 0; kw < g.k[2]; ++kw) {
-              double wv = pw[(kd * g.k[1] + kh) * g.k[2] + kw];
-              for (int64_t od = 0; od < g.out[0]; ++od) {
-                int64_t id = od * g.stride[0] - g.pad[0] + kd * g.dil[0];
-                if (id < 0 || id >= g.in[0]) continue;
-                for (int64_t oh = 0; oh < g.out[1]; ++oh) {
-                  int64_t ih = oh * g.stride[1] - g.pad[1] + kh * g.dil[1];
-                  if (ih < 0 || ih >= g.in[1]) continue;
-                  const double* row = px + (id * g.in[1] + ih) * g.in[2];
-                  double* orow = po + (od * g.out[1] + oh) * g.out[2];
-                  for (int64_t ow = 0; ow < g.out[2]; ++ow) {
-                    int64_t iw = ow * g.stride[2] - g.pad[2] + kw * g.dil[2];
-                    if (iw >= 0 && iw < g.in[2]) orow[ow] += wv * row[iw];
-                  }
+  // Each output plane by one thread; every output element adds its terms in (ic, kd, kh, kw) order.
+#pragma omp parallel for schedule(dynamic)
+  for (int64_t plane = 0; plane < batch * cout; ++plane) {
+    int64_t nb = plane / cout, oc = plane % cout;
+    int64_t grp = oc / cout_g;
+    double* po = out.data() + plane * out_plane;
+    for (int64_t ic = 0; ic < cin_g; ++ic) {
+      const double* px = vx.data() + (nb * sx[1] + grp * cin_g + ic) * in_plane;
+      const double* pw = vw.data() + (oc * cin_g + ic) * kvol;
+      for (int64_t kd = 0; kd < g.k[0]; ++kd)
+        for (int64_t kh = 0; kh < g.k[1]; ++kh)
+          for (int64_t kw = 0; kw < g.k[2]; ++kw) {
+            double wv = pw[(kd * g.k[1] + kh) * g.k[2] + kw];
+            int64_t od0, od1, oh0, oh1, ow0, ow1;
+            valid_range(g.out[0], g.in[0], g.stride[0], g.pad[0], kd * g.dil[0], &od0, &od1);
+            valid_range(g.out[1], g.in[1], g.stride[1], g.pad[1], kh * g.dil[1], &oh0, &oh1);
+            valid_range(g.out[2], g.in[2], g.stride[2], g.pad[2], kw * g.dil[2], &ow0, &ow1);
+            int64_t sw2 = g.stride[2], iw0 = kw * g.dil[2] - g.pad[2];
+            for (int64_t od = od0; od < od1; ++od) {
+              int64_t id = od * g.stride[0] - g.pad[0] + kd * g.dil[0];
+              for (int64_t oh = oh0; oh < oh1; ++oh) {
+                int64_t ih = oh * g.stride[1] - g.pad[1] + kh * g.dil[1];
+                const double* row = px + (id * g.in[1] + ih) * g.in[2] + iw0;
+                double* orow = po + (od * g.out[1] + oh) * g.out[2];
+                if (sw2 == 1) {
+#pragma omp simd
+                  for (int64_t ow = ow0; ow < ow1; ++ow) orow[ow] += wv * row[ow];
+                } else {
+                  for (int64_t ow = ow0; ow < ow1; ++ow) orow[ow] += wv * row[ow * sw2];
                 }
               }
             }
-      }
+          }
     }
+  }
   return TensorData::from_f64(x.dtype(), out_shape, out);
 }
 
