@@ -430,6 +430,32 @@ std::vector<KernelCase> memory_bound_kernel_cases() {
                     return g;
                   }});
   }
+  // Interpolating Resizes in two stages (rows, then gathers along the innermost axis): a chain
+  // (SegFormer-like heads), and one Resize among the pieces of a channel Concat.
+  cs.push_back(
+      {"linear resize of a linear resize", [] {
+         auto linear = [](const std::vector<int64_t>& in, const std::vector<int64_t>& out) {
+           std::vector<double> scales, roi(2 * in.size(), 0.0);
+           for (size_t i = 0; i < in.size(); ++i) {
+             scales.push_back(static_cast<double>(out[i]) / static_cast<double>(in[i]));
+             roi[in.size() + i] = 1.0;
+           }
+           Attrs a;
+           a.set("sizes", out).set("scales", scales).set("roi", roi).set("mode", std::string("linear"));
+           a.set("coord_mode", std::string("half_pixel")).set("nearest_mode", std::string("round_prefer_floor"));
+           a.set("cubic_coeff_a", -0.75).set("exclude_outside", int64_t{0}).set("extrapolation_value", 0.0);
+           return a;
+         };
+         PrimGraph g;
+         TensorId x = g.add_input("x", DType::F32, {1, 3, 5, 7});
+         TensorId h = g.add_input("h", DType::F32, {1, 2, 20, 28});
+         TensorId s = g.add_primitive(PrimOp::Sigmoid, {x}, {});
+         TensorId r1 = g.add_primitive(PrimOp::Resize, {s}, linear({1, 3, 5, 7}, {1, 3, 10, 14}));
+         TensorId r2 = g.add_primitive(PrimOp::Resize, {r1}, linear({1, 3, 10, 14}, {1, 3, 20, 28}));
+         g.mark_output(g.add_primitive(PrimOp::Concat, {r2, g.add_primitive(PrimOp::Relu, {h}, {})},
+                                       Attrs().set("axis", int64_t{1})));
+         return g;
+       }});
   // Long contiguous rows (LLVM vectorises the running reduction: Halide allows reassociation).
   cs.push_back({"softmax over rows of 96", [] {
                   PrimGraph g;

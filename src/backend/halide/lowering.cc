@@ -3,7 +3,8 @@
 // are index maps inlined into their consumers; reductions and pooling windows use RDoms and are
 // computed once (never inlined); 2-D max pools run as two separable passes. The schedules
 // (backend/cpu/halide_schedule.cc, backend/cuda/gpu_schedule.cc) decide where and in which loop order these Funcs are
-// computed. Softplus (Log(Add(Exp(x), 1))) is computed as max(x, 0) + log1p(exp(-|x|)). Exp and Sigmoid use Halide::exp
+// computed. Softplus (Log(Add(Exp(x), 1))) is computed as max(x, 0) + log1p(exp(-|x|)); float Tanh
+// as a rational approximation (tanh_f32). Exp and Sigmoid use Halide::exp
 // (relative error < 4e-7 over the float range, +inf above ln(FLT_MAX), 0 below ln(FLT_MIN)); Halide's fast_exp (2e-6)
 // made YOLOX's outputs twice as far from a float64 evaluation as ONNX Runtime's. Resize reads per-axis tables of the
 // reference's own taps (input index, weight), so it indexes exactly like the reference. Unsupported cases (Linear
@@ -149,7 +150,7 @@ Expr Generator::elementwise(const Primitive& prim, const std::vector<Expr>& idx,
     case PrimOp::Reciprocal: need_float(); return Halide::cast(ty, 1) / a[0];
     case PrimOp::Sin: need_float(); return Halide::sin(a[0]);
     case PrimOp::Cos: need_float(); return Halide::cos(a[0]);
-    case PrimOp::Tanh: need_float(); return Halide::tanh(a[0]);
+    case PrimOp::Tanh: need_float(); return ty == Halide::Float(32) ? tanh_f32(a[0]) : Halide::tanh(a[0]);
     case PrimOp::Sigmoid:  // exp(-x) capped at exp(88) (sigmoid(-88) = 6e-39): never inf
       need_float();
       return Halide::cast(ty, 1) / (Halide::cast(ty, 1) + Halide::exp(Halide::min(-a[0], Halide::cast(ty, 88))));
@@ -270,6 +271,29 @@ Expr Generator::softplus(Expr x) {
   for (float k : {13.0f, 11.0f, 9.0f, 7.0f, 5.0f, 3.0f}) series = series * s2 + 1.0f / k;
   series = series * s2 + 1.0f;
   return Halide::max(x, 0.0f) + 2.0f * s * series;
+}
+
+// tanh as the ratio of an odd degree-13 and an even degree-6 polynomial over [-7.9053, 7.9053]
+// (Eigen's and ONNX Runtime's MLAS coefficients), x itself below 4e-4 and for NaN: within 3e-7
+// of tanh everywhere (CpuKernels test). Halide::tanh calls libm's tanhf per lane
+// (scalar, ~20x slower: YOLOv4's Mish kernels spent most of their time in it).
+Expr Generator::tanh_f32(Expr x) {
+  Expr c = Halide::clamp(x, -7.90531110763549805f, 7.90531110763549805f);
+  Expr c2 = c * c;
+  Expr p = -2.76076847742355e-16f;
+  for (float k : {2.00018790482477e-13f, -8.60467152213735e-11f, 5.12229709037114e-08f, 1.48572235717979e-05f,
+                  6.37261928875436e-04f, 4.89352455891786e-03f})
+    p = p * c2 + k;
+  Expr q = 1.19825839466702e-06f;
+  for (float k : {1.18534705686654e-04f, 2.26843463243900e-03f, 4.89352518554385e-03f}) q = q * c2 + k;
+  Expr ratio = Halide::clamp(c * p / q, -1.0f, 1.0f);
+  Expr value = Halide::select(Halide::abs(x) < 0.0004f, x, ratio);
+  // NaN in, NaN out, decided on the bits: Halide compiles float math with LLVM's no-NaNs flag,
+  // which folds float NaN tests and selects away.
+  Expr bits = Halide::reinterpret(Halide::UInt(32), x);
+  Expr is_nan = (bits & Halide::cast(Halide::UInt(32), 0x7fffffff)) > Halide::cast(Halide::UInt(32), 0x7f800000);
+  return Halide::reinterpret(Halide::Float(32),
+                             Halide::select(is_nan, bits, Halide::reinterpret(Halide::UInt(32), value)));
 }
 
 Expr Generator::reduce(const Primitive& prim, const std::vector<Expr>& idx, const TensorInfo& out) {
@@ -496,7 +520,14 @@ Expr Generator::layout(const Primitive& prim, const std::vector<Expr>& idx) {
 // Resize: for every axis that changes, tables indexed by the output
 // coordinate hold the reference's taps (clamped input index and weight, and
 // whether the coordinate is inside the input for tf_crop_and_resize); the
-// value is the tensor product of the axes' taps.
+// value is the tensor product of the axes' taps. An interpolating Resize that
+// changes the innermost axis and others runs in two stages: the other axes'
+// taps first, over the input's rows (contiguous loads, a stencil computed per
+// slice), then the innermost axis's taps gather from those rows. Inlined in
+// one expression, every output lane would gather all taps^axes input values
+// (and re-evaluate the input's producers as often): 2-3x slower kernels, and
+// LLVM compiling the scalarised gathers took most of a cold optimisation of
+// SegFormer.
 Expr Generator::resize(const Primitive& prim, const std::vector<Expr>& idx) {
   TensorId x = prim.inputs[0];
   const Shape& s = g_.tensor(x).shape;
@@ -511,7 +542,7 @@ Expr Generator::resize(const Primitive& prim, const std::vector<Expr>& idx) {
   int64_t rank = static_cast<int64_t>(s.size());
   struct AxisTable {
     int axis;
-    Expr coord;  // output coordinate, clamped to the table
+    int out_len, in_len;
     Halide::Buffer<int32_t> index;
     Halide::Buffer<float> weight;
     Halide::Buffer<double> weight64;
@@ -526,7 +557,8 @@ Expr Generator::resize(const Primitive& prim, const std::vector<Expr>& idx) {
     int n = static_cast<int>(o[axis]);
     std::string name = str_cat("resize_p", prim.output, "_a", axis);
     AxisTable t{static_cast<int>(axis),
-                Halide::clamp(idx[axis], 0, n - 1),
+                n,
+                static_cast<int>(s[axis]),
                 Halide::Buffer<int32_t>({n, taps_per_axis}, name + "_index"),
                 Halide::Buffer<float>({n, taps_per_axis}, name + "_weight"),
                 Halide::Buffer<double>({n, taps_per_axis}, name + "_weight64"),
@@ -544,31 +576,54 @@ Expr Generator::resize(const Primitive& prim, const std::vector<Expr>& idx) {
     }
     tables.push_back(std::move(t));
   }
-  int combos = 1;
-  for (size_t i = 0; i < tables.size(); ++i) combos *= taps_per_axis;
-  Expr value;
-  for (int c = 0; c < combos; ++c) {
-    std::vector<Expr> in = idx;
-    Expr weight;
-    int rest = c;
-    for (AxisTable& t : tables) {
-      int k = rest % taps_per_axis;
-      rest /= taps_per_axis;
-      int len = static_cast<int>(s[t.axis]);
-      in[t.axis] = Halide::clamp(t.index(t.coord, k), 0, len - 1);
-      if (taps_per_axis > 1) {
-        Expr w = f64 ? Expr(t.weight64(t.coord, k)) : Halide::cast(ty, t.weight(t.coord, k));
-        weight = weight.defined() ? weight * w : w;
+  // The sum over the taps of `axes` at output position `pos` (ONNX order) of weight x read(input position).
+  auto interpolate = [&](const std::vector<AxisTable*>& axes, const std::vector<Expr>& pos,
+                         const std::function<Expr(const std::vector<Expr>&)>& read) {
+    int combos = 1;
+    for (size_t i = 0; i < axes.size(); ++i) combos *= taps_per_axis;
+    Expr value;
+    for (int c = 0; c < combos; ++c) {
+      std::vector<Expr> in = pos;
+      Expr weight;
+      int rest = c;
+      for (AxisTable* t : axes) {
+        int k = rest % taps_per_axis;
+        rest /= taps_per_axis;
+        Expr coord = Halide::clamp(pos[t->axis], 0, t->out_len - 1);
+        in[t->axis] = Halide::clamp(t->index(coord, k), 0, t->in_len - 1);
+        if (taps_per_axis > 1) {
+          Expr w = f64 ? Expr(t->weight64(coord, k)) : Halide::cast(ty, t->weight(coord, k));
+          weight = weight.defined() ? weight * w : w;
+        }
       }
+      Expr term = read(in);
+      if (weight.defined()) term = term * weight;
+      value = value.defined() ? value + term : term;
     }
-    Expr term = at(x, in);
-    if (weight.defined()) term = term * weight;
-    value = value.defined() ? value + term : term;
+    return value;
+  };
+  auto read_input = [&](const std::vector<Expr>& in) { return at(x, in); };
+  std::vector<AxisTable*> outer_axes, innermost_axis, all_axes;
+  for (AxisTable& t : tables) {
+    all_axes.push_back(&t);
+    (t.axis == rank - 1 ? innermost_axis : outer_axes).push_back(&t);
+  }
+  Expr value;
+  if (taps_per_axis > 1 && !innermost_axis.empty() && !outer_axes.empty()) {
+    std::vector<Var> v = vars(static_cast<size_t>(rank));
+    std::vector<Halide::Var> hv(v.begin(), v.end());
+    Func rows(str_cat("resize_p", prim.output, "_rows"));
+    rows(hv) = interpolate(outer_axes, onnx_index(v), read_input);
+    stencils_.push_back(rows);
+    value = interpolate(innermost_axis, idx,
+                        [&](const std::vector<Expr>& in) { return rows(std::vector<Expr>(in.rbegin(), in.rend())); });
+  } else {
+    value = interpolate(all_axes, idx, read_input);
   }
   Expr inside;
   for (AxisTable& t : tables)
     if (t.any_outside) {
-      Expr i = t.inside(t.coord) != 0;
+      Expr i = t.inside(Halide::clamp(idx[t.axis], 0, t.out_len - 1)) != 0;
       inside = inside.defined() ? (inside && i) : i;
     }
   if (inside.defined()) value = Halide::select(inside, value, Halide::cast(ty, Expr(a.f("extrapolation_value"))));

@@ -75,6 +75,7 @@ class Generator {
   Expr elementwise(const Primitive& prim, const std::vector<Expr>& idx, DType out_dtype);
   std::optional<TensorId> softplus_argument(const Primitive& log_prim) const;
   static Expr softplus(Expr x);
+  static Expr tanh_f32(Expr x);
   // a << b or a >> b as the reference computes integer shifts (out-of-range amounts included).
   static Expr shift(PrimOp op, Expr a, Expr b);
   Expr reduce(const Primitive& prim, const std::vector<Expr>& idx, const TensorInfo& out);

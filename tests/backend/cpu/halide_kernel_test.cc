@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <random>
 #include <thread>
 
@@ -125,7 +126,7 @@ void check_channels_last(const PrimGraph& g, const Kernel& k, cpu::CompiledKerne
     bool max_pool =
         std::any_of(k.prims.begin(), k.prims.end(), [&](PrimId p) { return g.prim(p).op == PrimOp::MaxPool; });
     if (max_pool) {
-      EXPECT_NE(compiled->describe().find("separable window channels innermost"), std::string::npos)
+      EXPECT_NE(compiled->describe().find("separable stages channels innermost"), std::string::npos)
           << compiled->describe();
     }
   }
@@ -442,6 +443,23 @@ TEST(CpuKernels, NoBlockTransposeForAnInputReadTwoWays) {
   EXPECT_EQ(cpu::schedule_variants(g, make_kernel(g, {0, 1})), 1);
 }
 
+// One elementwise primitive over `xs` as a Halide kernel; empty where it does not compile.
+std::vector<float> run_unary_halide_kernel(PrimOp op, const std::vector<float>& xs) {
+  int64_t n = static_cast<int64_t>(xs.size());
+  PrimGraph g;
+  TensorId x = g.add_input("x", DType::F32, {n});
+  g.mark_output(g.add_primitive(op, {x}, {}));
+  TensorData in(DType::F32, {n}), out(DType::F32, {n});
+  std::copy(xs.begin(), xs.end(), static_cast<float*>(in.raw()));
+  std::string why;
+  auto compiled = cpu::compile_halide_kernel(g, make_kernel(g, {0}), &why);
+  EXPECT_NE(compiled, nullptr) << why;
+  if (!compiled) return {};
+  compiled->run({in.raw()}, out.raw());
+  const float* got = static_cast<const float*>(out.raw());
+  return std::vector<float>(got, got + n);
+}
+
 // Exp and Sigmoid (Halide::exp): over the whole float range they stay within 1e-6 relative of
 // libm (a cheaper exp with 2e-6 doubled YOLOX's error against float64), overflow to +inf where
 // exp does, and come out (near) zero where exp underflows.
@@ -452,17 +470,8 @@ TEST(CpuKernels, ExpAndSigmoidHoldOverTheFloatRange) {
   int64_t n = static_cast<int64_t>(xs.size());
   for (PrimOp op : {PrimOp::Exp, PrimOp::Sigmoid}) {
     SCOPED_TRACE(prim_op_name(op));
-    PrimGraph g;
-    TensorId x = g.add_input("x", DType::F32, {n});
-    g.mark_output(g.add_primitive(op, {x}, {}));
-    Kernel k = make_kernel(g, {0});
-    TensorData in(DType::F32, {n}), out(DType::F32, {n});
-    std::copy(xs.begin(), xs.end(), static_cast<float*>(in.raw()));
-    std::string why;
-    auto compiled = cpu::compile_halide_kernel(g, k, &why);
-    ASSERT_NE(compiled, nullptr) << why;
-    compiled->run({in.raw()}, out.raw());
-    const float* got = static_cast<const float*>(out.raw());
+    std::vector<float> got = run_unary_halide_kernel(op, xs);
+    ASSERT_EQ(got.size(), xs.size());
     for (int64_t i = 0; i < n; ++i) {
       double v = xs[i];
       double want = op == PrimOp::Exp ? std::exp(v) : 1.0 / (1.0 + std::exp(-v));
@@ -474,6 +483,61 @@ TEST(CpuKernels, ExpAndSigmoidHoldOverTheFloatRange) {
         EXPECT_LE(std::fabs(got[i] - want), 1e-6 * want) << prim_op_name(op) << "(" << v << ") = " << got[i];
     }
   }
+}
+
+// Tanh (a rational approximation, not libm's scalar tanhf): within 3e-7 of tanh over the float
+// range, 1e-6 relative for |x| <= 1, never beyond +-1, with the sign of x; NaN stays NaN.
+TEST(CpuKernels, TanhHoldsOverTheFloatRange) {
+  std::vector<float> xs;
+  for (float x = -12.0f; x <= 12.0f; x += 0.00731f) xs.push_back(x);
+  for (float x : {-1e30f, -88.0f, -7.9f, -1e-3f, -4e-4f, -1e-7f, 0.0f, 1e-7f, 3.9e-4f, 4e-4f, 1e-3f, 7.9f, 1e30f,
+                  std::numeric_limits<float>::quiet_NaN(), -std::numeric_limits<float>::quiet_NaN()})
+    xs.push_back(x);
+  int64_t n = static_cast<int64_t>(xs.size());
+  std::vector<float> got = run_unary_halide_kernel(PrimOp::Tanh, xs);
+  ASSERT_EQ(got.size(), xs.size());
+  for (int64_t i = 0; i < n; ++i) {
+    if (std::isnan(xs[i])) {
+      EXPECT_TRUE(std::isnan(got[i])) << "tanh(nan) = " << got[i];
+      continue;
+    }
+    double want = std::tanh(static_cast<double>(xs[i]));
+    EXPECT_LE(std::fabs(got[i] - want), 3e-7) << "tanh(" << xs[i] << ") = " << got[i];
+    EXPECT_LE(std::fabs(got[i]), 1.0f) << "tanh(" << xs[i] << ") = " << got[i];
+    EXPECT_EQ(got[i] < 0, xs[i] < 0) << "tanh(" << xs[i] << ") = " << got[i];
+    if (std::fabs(xs[i]) <= 1.0f) {
+      EXPECT_LE(std::fabs(got[i] - want), 1e-6 * std::fabs(want)) << "tanh(" << xs[i] << ") = " << got[i];
+    }
+  }
+}
+
+// An interpolating Resize of the rows and the innermost axis runs its rows first as a stage of
+// its own (each input value read once per output row), then gathers along the innermost axis;
+// a Resize of the innermost axis alone, or a nearest one, stays one expression.
+TEST(CpuKernels, BilinearResizeRunsItsRowsAsAStage) {
+  auto resize_kernel = [](const std::string& mode, std::vector<int64_t> out) {
+    PrimGraph g;
+    std::vector<int64_t> in = {1, 4, 8, 8};
+    TensorId x = g.add_input("x", DType::F32, in);
+    std::vector<double> scales, roi(8, 0.0);
+    for (size_t i = 0; i < 4; ++i) {
+      scales.push_back(static_cast<double>(out[i]) / static_cast<double>(in[i]));
+      roi[4 + i] = 1.0;
+    }
+    Attrs a;
+    a.set("sizes", out).set("scales", scales).set("roi", roi).set("mode", mode);
+    a.set("coord_mode", std::string("half_pixel")).set("nearest_mode", std::string("round_prefer_floor"));
+    a.set("cubic_coeff_a", -0.75).set("exclude_outside", int64_t{0}).set("extrapolation_value", 0.0);
+    g.mark_output(g.add_primitive(PrimOp::Resize, {x}, a));
+    std::string why;
+    auto compiled = cpu::compile_halide_kernel(g, make_kernel(g, {0}), &why);
+    EXPECT_NE(compiled, nullptr) << why;
+    return compiled ? compiled->describe() : std::string();
+  };
+  EXPECT_NE(resize_kernel("linear", {1, 4, 32, 32}).find("separable stages"), std::string::npos);
+  EXPECT_NE(resize_kernel("cubic", {1, 4, 16, 24}).find("separable stages"), std::string::npos);
+  EXPECT_EQ(resize_kernel("linear", {1, 4, 8, 32}).find("separable stages"), std::string::npos);
+  EXPECT_EQ(resize_kernel("nearest", {1, 4, 32, 32}).find("separable stages"), std::string::npos);
 }
 
 TEST(CpuKernels, UnsupportedKernelsSayWhy) {
