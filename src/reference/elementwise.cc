@@ -212,7 +212,20 @@ TensorData eval_elementwise(const Primitive& prim, const std::vector<const Tenso
   // Cast to/from floating types goes through double; integer to integer through int64.
   bool float_domain = is_floating(in[0]->dtype()) || (op == PrimOp::Cast && is_floating(out_dtype)) ||
                       (in.size() > 1 && is_floating(in[1]->dtype()));
-  if (float_domain) {
+  bool all_f32 = out_dtype == DType::F32 && op != PrimOp::Cast;
+  for (const TensorData* t : in) all_f32 &= t->dtype() == DType::F32;
+  if (all_f32) {  // the same double arithmetic, without the per-element type dispatch
+    float* o = out.data<float>();
+    const float* a = in[0]->data<float>();
+    const int64_t* oa = offsets[0].data();
+    if (in.size() == 1) {
+      for (int64_t i = 0; i < n; ++i) o[i] = static_cast<float>(unary_f(op, a[oa[i]]));
+    } else {
+      const float* b = in[1]->data<float>();
+      const int64_t* ob = offsets[1].data();
+      for (int64_t i = 0; i < n; ++i) o[i] = static_cast<float>(binary_f(op, a[oa[i]], b[ob[i]], c_fmod));
+    }
+  } else if (float_domain) {
     if (in.size() == 1) {
       for (int64_t i = 0; i < n; ++i) {
         double v = unary_f(op, in[0]->get_f64(offsets[0][i]));

@@ -27,6 +27,46 @@ void for_each_index(const Shape& shape, F&& f) {
   }
 }
 
+template <typename T>
+void copy_row(unsigned char* out, const unsigned char* in, int64_t len, int64_t stride) {
+  T* o = reinterpret_cast<T*>(out);
+  const T* i = reinterpret_cast<const T*>(in);
+  for (int64_t k = 0; k < len; ++k) o[k] = i[k * stride];
+}
+
+// out (row-major over its shape) = x's element at base + sum over d of index[d] * strides[d]:
+// transposes, slices and broadcasts, a row at a time.
+void copy_strided(const TensorData& x, int64_t base, const std::vector<int64_t>& strides, TensorData& out) {
+  const Shape& shape = out.shape();
+  int64_t n = out.size();
+  if (n == 0) return;
+  size_t rank = shape.size();
+  size_t es = dtype_size(x.dtype());
+  int64_t len = rank ? shape.back() : 1, stride = rank ? strides.back() : 0;
+  std::vector<int64_t> idx(rank ? rank - 1 : 0, 0);
+  const unsigned char* in = static_cast<const unsigned char*>(x.raw());
+  unsigned char* o = static_cast<unsigned char*>(out.raw());
+  int64_t off = base;
+  for (int64_t row = 0; row < n / len; ++row) {
+    unsigned char* dst = o + row * len * static_cast<int64_t>(es);
+    const unsigned char* src = in + off * static_cast<int64_t>(es);
+    switch (es) {
+      case 1: copy_row<uint8_t>(dst, src, len, stride); break;
+      case 2: copy_row<uint16_t>(dst, src, len, stride); break;
+      case 4: copy_row<uint32_t>(dst, src, len, stride); break;
+      case 8: copy_row<uint64_t>(dst, src, len, stride); break;
+      default:
+        for (int64_t k = 0; k < len; ++k) std::memcpy(dst + k * es, src + k * stride * es, es);
+    }
+    for (int64_t d = static_cast<int64_t>(idx.size()) - 1; d >= 0; --d) {
+      off += strides[d];
+      if (++idx[d] < shape[d]) break;
+      off -= strides[d] * shape[d];
+      idx[d] = 0;
+    }
+  }
+}
+
 void copy_elem(TensorData& out, int64_t o, const TensorData& in, int64_t i) {
   size_t es = dtype_size(in.dtype());
   std::memcpy(static_cast<unsigned char*>(out.raw()) + o * es, static_cast<const unsigned char*>(in.raw()) + i * es,
@@ -226,32 +266,32 @@ TensorData eval_layout(const Primitive& prim, const std::vector<const TensorData
   switch (prim.op) {
     case PrimOp::Broadcast: {
       TensorData out(out_dtype, out_shape);
-      auto offsets = broadcast_offsets(s, out_shape);
-      for (int64_t i = 0; i < out.size(); ++i) copy_elem(out, i, x, offsets[i]);
+      std::vector<int64_t> st = strides_of(s), strides(out_shape.size(), 0);
+      size_t shift = out_shape.size() - s.size();
+      for (size_t d = 0; d < s.size(); ++d) strides[shift + d] = s[d] == 1 ? 0 : st[d];
+      copy_strided(x, 0, strides, out);
       return out;
     }
     case PrimOp::Reshape: return x.reshaped(out_shape);
     case PrimOp::Transpose: {
       const auto& perm = prim.attrs.ints("perm");
-      std::vector<int64_t> st = strides_of(s);
+      std::vector<int64_t> st = strides_of(s), strides(rank);
+      for (int64_t d = 0; d < rank; ++d) strides[d] = st[perm[d]];
       TensorData out(out_dtype, out_shape);
-      for_each_index(out_shape, [&](int64_t o, const std::vector<int64_t>& idx) {
-        int64_t off = 0;
-        for (int64_t d = 0; d < rank; ++d) off += idx[d] * st[perm[d]];
-        copy_elem(out, o, x, off);
-      });
+      copy_strided(x, 0, strides, out);
       return out;
     }
     case PrimOp::Slice: {
       const auto& starts = prim.attrs.ints("starts");
       const auto& steps = prim.attrs.ints("steps");
-      std::vector<int64_t> st = strides_of(s);
+      std::vector<int64_t> st = strides_of(s), strides(rank);
+      int64_t base = 0;
+      for (int64_t d = 0; d < rank; ++d) {
+        base += starts[d] * st[d];
+        strides[d] = steps[d] * st[d];
+      }
       TensorData out(out_dtype, out_shape);
-      for_each_index(out_shape, [&](int64_t o, const std::vector<int64_t>& idx) {
-        int64_t off = 0;
-        for (int64_t d = 0; d < rank; ++d) off += (starts[d] + idx[d] * steps[d]) * st[d];
-        copy_elem(out, o, x, off);
-      });
+      copy_strided(x, base, strides, out);
       return out;
     }
     case PrimOp::Concat: {
