@@ -37,7 +37,8 @@ double sum_of_savings(const std::vector<double>& savings) {
 // (everything saved); the BLP then prices both cases of the kept variant.
 double variant_score(const ProfileEntry& e) { return e.median_seconds - 0.5 * sum_of_savings(e.link_savings); }
 
-// $KORCH_COMPILE_THREADS, else the machine's cores.
+}  // namespace
+
 int default_compile_threads() {
   if (const char* env = std::getenv("KORCH_COMPILE_THREADS")) {
     int n = std::atoi(env);
@@ -45,8 +46,6 @@ int default_compile_threads() {
   }
   return std::max(1u, std::thread::hardware_concurrency());
 }
-
-}  // namespace
 
 // One set of random inputs serves every schedule variant of a kernel: host values (for the
 // reference output, computed on first need so that a kernel no backend compiles costs no

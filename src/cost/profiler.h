@@ -23,6 +23,9 @@
 
 namespace korch {
 
+// Threads that compile kernels concurrently: $KORCH_COMPILE_THREADS, else the machine's cores.
+int default_compile_threads();
+
 struct ProfilerStats {
   int measured = 0;  // compiled, verified and timed in this run
   int cache_hits = 0;

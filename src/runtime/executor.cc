@@ -2,9 +2,13 @@
 #include "runtime/executor.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstring>
+#include <exception>
+#include <thread>
 
+#include "cost/profiler.h"
 #include "util/error.h"
 
 namespace korch {
@@ -15,20 +19,59 @@ int64_t dense_bytes(const TensorInfo& t) { return num_elements(t.shape) * static
 
 }  // namespace
 
+// The kernels that the backend compiles concurrently (Halide JIT on the CPU) are compiled on all
+// cores first (default_compile_threads()), the others then one by one; a kernel no backend
+// compiles runs on the reference fallback.
+std::vector<std::unique_ptr<CompiledKernel>> Executor::compile_kernels() {
+  size_t n = plan_.kernels.size();
+  std::vector<std::unique_ptr<CompiledKernel>> compiled(n);
+  std::vector<size_t> concurrent;
+  for (size_t i = 0; i < n; ++i)
+    if (backend_->compiles_concurrently(g_, plan_.kernels[i])) concurrent.push_back(i);
+  size_t threads = std::min(concurrent.size(), static_cast<size_t>(default_compile_threads()));
+  if (threads >= 2) {
+    std::atomic<size_t> next{0};
+    std::vector<std::exception_ptr> errors(threads);
+    auto work = [&](size_t t) {
+      try {
+        std::string why;
+        for (size_t j = next++; j < concurrent.size(); j = next++)
+          compiled[concurrent[j]] = backend_->compile(g_, plan_.kernels[concurrent[j]], &why);
+      } catch (...) {
+        errors[t] = std::current_exception();
+        next = concurrent.size();
+      }
+    };
+    std::vector<std::thread> pool;
+    for (size_t t = 1; t < threads; ++t) pool.emplace_back(work, t);
+    work(0);
+    for (std::thread& t : pool) t.join();
+    for (const std::exception_ptr& e : errors)
+      if (e) std::rethrow_exception(e);
+  } else {
+    concurrent.clear();
+  }
+  for (size_t i = 0, c = 0; i < n; ++i) {
+    if (c < concurrent.size() && concurrent[c] == i) {
+      ++c;
+    } else {
+      std::string why;
+      compiled[i] = backend_->compile(g_, plan_.kernels[i], &why);
+    }
+    if (!compiled[i]) {
+      compiled[i] = backend_->compile_fallback(g_, plan_.kernels[i]);
+      ++fallbacks_;
+    }
+  }
+  return compiled;
+}
+
 Executor::Executor(std::shared_ptr<Backend> backend, const PrimGraph& g, Plan plan)
     : backend_(std::move(backend)), g_(g), plan_(std::move(plan)) {
   if (!backend_) fail("internal: Executor without a backend");
   validate_plan_or_throw(g_, plan_);
   backend_->bind_calling_thread();
-  for (const Kernel& k : plan_.kernels) {
-    std::string why;
-    std::unique_ptr<CompiledKernel> compiled = backend_->compile(g_, k, &why);
-    if (!compiled) {
-      compiled = backend_->compile_fallback(g_, k);
-      ++fallbacks_;
-    }
-    kernels_.push_back(std::move(compiled));
-  }
+  kernels_ = compile_kernels();
   if (LayoutLinker* linker = backend_->layout_linker()) links_ = linker->link(g_, plan_.kernels, kernels_);
   arena_ = plan_arena(g_, plan_.kernels, links_.bytes.empty() ? nullptr : &links_.bytes);
   storage_ = backend_->allocate(std::max<int64_t>(arena_.arena_bytes, 1));

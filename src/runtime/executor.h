@@ -44,6 +44,8 @@ class Executor {
   const std::vector<std::string>& unlinked_kernels() const { return links_.unlinked; }
 
  private:
+  std::vector<std::unique_ptr<CompiledKernel>> compile_kernels();
+
   std::shared_ptr<Backend> backend_;
   const PrimGraph& g_;
   Plan plan_;
