@@ -19,7 +19,8 @@ T saturate(double v) {
 }
 }  // namespace
 
-TensorData::TensorData(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape)) {
+TensorData::TensorData(DType dtype, Shape shape)
+    : dtype_(dtype), shape_(std::move(shape)), size_(num_elements(shape_)) {
   bytes_.resize(checked_num_elements(shape_, dtype_size(dtype), "tensor") * dtype_size(dtype));
 }
 

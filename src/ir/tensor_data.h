@@ -36,7 +36,7 @@ class TensorData {
 
   DType dtype() const { return dtype_; }
   const Shape& shape() const { return shape_; }
-  int64_t size() const { return num_elements(shape_); }
+  int64_t size() const { return size_; }  // elements (1 for a scalar)
   size_t byte_size() const { return bytes_.size(); }
 
   void* raw() { return bytes_.data(); }
@@ -72,6 +72,7 @@ class TensorData {
 
   DType dtype_ = DType::F32;
   Shape shape_;
+  int64_t size_ = 1;  // num_elements(shape_), read in per-element loops
   std::vector<unsigned char, CacheLineAllocator<unsigned char>> bytes_;
 };
 

@@ -3,9 +3,31 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <random>
 
 namespace korch {
+
+namespace {
+
+// SplitMix64 (Steele, Lea and Flood): a 64-bit state, one add and three multiply-xorshifts per
+// number; statistically good enough for test data and ~10x faster than std::mt19937 with
+// uniform_real_distribution, which were most of the profiler's input preparation.
+class SplitMix64 {
+ public:
+  explicit SplitMix64(uint64_t seed) : state_(seed) {}
+  uint64_t operator()() {
+    uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+  }
+  // Uniform in [-1, 1): 24 random bits, exact in float.
+  float real() { return static_cast<float>(static_cast<int64_t>((*this)() >> 40) - (int64_t{1} << 23)) * 0x1p-23f; }
+
+ private:
+  uint64_t state_;
+};
+
+}  // namespace
 
 std::vector<TensorData> random_graph_inputs(const PrimGraph& g, uint32_t seed) {
   Kernel whole_graph;
@@ -14,8 +36,7 @@ std::vector<TensorData> random_graph_inputs(const PrimGraph& g, uint32_t seed) {
 }
 
 std::vector<TensorData> random_kernel_inputs(const PrimGraph& g, const Kernel& k, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> real(-1.0f, 1.0f);
+  SplitMix64 rng(seed);
   std::vector<TensorData> values;
   for (TensorId t : k.inputs) {
     const TensorInfo& info = g.tensor(t);
@@ -34,9 +55,9 @@ std::vector<TensorData> random_kernel_inputs(const PrimGraph& g, const Kernel& k
     float* f32 = info.dtype == DType::F32 ? v.data<float>() : nullptr;
     for (int64_t i = 0; i < v.size(); ++i) {
       if (f32)
-        f32[i] = real(rng);
+        f32[i] = rng.real();
       else if (is_floating(info.dtype))
-        v.set_f64(i, real(rng));
+        v.set_f64(i, rng.real());
       else if (info.dtype == DType::Bool)
         v.set_i64(i, rng() & 1);
       else
