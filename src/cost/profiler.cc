@@ -6,6 +6,9 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <exception>
+#include <functional>
+#include <mutex>
 #include <thread>
 #include <unordered_set>
 
@@ -38,6 +41,27 @@ double sum_of_savings(const std::vector<double>& savings) {
 double variant_score(const ProfileEntry& e) { return e.median_seconds - 0.5 * sum_of_savings(e.link_savings); }
 
 }  // namespace
+
+void run_on_threads(size_t count, int threads, const std::function<void(size_t)>& work) {
+  std::atomic<size_t> next{0};
+  std::exception_ptr error;
+  std::mutex error_mu;
+  auto loop = [&] {
+    try {
+      for (size_t i = next++; i < count; i = next++) work(i);
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(error_mu);
+      if (!error) error = std::current_exception();
+      next = count;
+    }
+  };
+  std::vector<std::thread> pool;
+  size_t n = std::min(count, static_cast<size_t>(std::max(threads, 1)));
+  for (size_t t = 1; t < n; ++t) pool.emplace_back(loop);
+  loop();
+  for (std::thread& t : pool) t.join();
+  if (error) std::rethrow_exception(error);
+}
 
 int default_compile_threads() {
   if (const char* env = std::getenv("KORCH_COMPILE_THREADS")) {
@@ -106,21 +130,13 @@ void Profiler::prepare(const PrimGraph& g, const std::vector<Kernel>& kernels) {
   if (todo.size() < 2) return;  // nothing to overlap
   auto start = Clock::now();
   std::vector<Precompiled> built(todo.size());
-  std::atomic<size_t> next{0};
-  auto work = [&] {
-    for (size_t i = next++; i < todo.size(); i = next++) {
-      try {
-        built[i].kernel = backend_.compile(g, todo[i], &built[i].why);
-      } catch (const std::exception& e) {
-        built[i].why = str_cat("code generation failed: ", e.what());
-      }
+  run_on_threads(todo.size(), compile_threads_, [&](size_t i) {
+    try {
+      built[i].kernel = backend_.compile(g, todo[i], &built[i].why);
+    } catch (const std::exception& e) {
+      built[i].why = str_cat("code generation failed: ", e.what());
     }
-  };
-  std::vector<std::thread> threads;
-  size_t n = std::min(todo.size(), static_cast<size_t>(compile_threads_));
-  for (size_t t = 1; t < n; ++t) threads.emplace_back(work);
-  work();
-  for (std::thread& t : threads) t.join();
+  });
   for (size_t i = 0; i < todo.size(); ++i) precompiled_.emplace(todo[i].hash, std::move(built[i]));
   stats_.precompiled += static_cast<int>(todo.size());
   stats_.prepare_seconds += seconds_since(start);

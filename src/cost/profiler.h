@@ -25,6 +25,9 @@ namespace korch {
 
 // Threads that compile kernels concurrently: $KORCH_COMPILE_THREADS, else the machine's cores.
 int default_compile_threads();
+// Calls work(0) .. work(count - 1), each once, on up to `threads` threads (the calling one among
+// them); the first exception a call throws is rethrown after all threads have stopped.
+void run_on_threads(size_t count, int threads, const std::function<void(size_t)>& work);
 
 struct ProfilerStats {
   int measured = 0;  // compiled, verified and timed in this run

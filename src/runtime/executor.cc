@@ -2,11 +2,8 @@
 #include "runtime/executor.h"
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cstring>
-#include <exception>
-#include <thread>
 
 #include "cost/profiler.h"
 #include "util/error.h"
@@ -28,26 +25,11 @@ std::vector<std::unique_ptr<CompiledKernel>> Executor::compile_kernels() {
   std::vector<size_t> concurrent;
   for (size_t i = 0; i < n; ++i)
     if (backend_->compiles_concurrently(g_, plan_.kernels[i])) concurrent.push_back(i);
-  size_t threads = std::min(concurrent.size(), static_cast<size_t>(default_compile_threads()));
-  if (threads >= 2) {
-    std::atomic<size_t> next{0};
-    std::vector<std::exception_ptr> errors(threads);
-    auto work = [&](size_t t) {
-      try {
-        std::string why;
-        for (size_t j = next++; j < concurrent.size(); j = next++)
-          compiled[concurrent[j]] = backend_->compile(g_, plan_.kernels[concurrent[j]], &why);
-      } catch (...) {
-        errors[t] = std::current_exception();
-        next = concurrent.size();
-      }
-    };
-    std::vector<std::thread> pool;
-    for (size_t t = 1; t < threads; ++t) pool.emplace_back(work, t);
-    work(0);
-    for (std::thread& t : pool) t.join();
-    for (const std::exception_ptr& e : errors)
-      if (e) std::rethrow_exception(e);
+  if (std::min(concurrent.size(), static_cast<size_t>(default_compile_threads())) >= 2) {
+    run_on_threads(concurrent.size(), default_compile_threads(), [&](size_t j) {
+      std::string why;
+      compiled[concurrent[j]] = backend_->compile(g_, plan_.kernels[concurrent[j]], &why);
+    });
   } else {
     concurrent.clear();
   }
