@@ -50,6 +50,7 @@ struct SelectionResult {
   double cost = 0;
   double lower_bound = 0;  // best bound proven by the solver
   bool proven_optimal = false;
+  bool within_gap = false;  // the solve stopped within its relative_gap of the bound (not proven optimal)
   double seconds = 0;
   std::string status;  // "optimal", "time limit (gap x%)", ...
 };
@@ -59,9 +60,12 @@ struct SelectionResult {
 // lower bound quickly but rarely a proof.
 enum class SolveDepth { ToOptimality, RootOnly };
 
-// The best selection found (never worse than the warm start) and the best lower bound.
+// The best selection found (never worse than the warm start) and the best lower bound. A
+// relative_gap > 0 ends the search once the best selection is within that fraction of the lower
+// bound (the result is then within_gap unless the bound met it exactly).
 SelectionResult solve_selection_blp(const SelectionProblem& problem, const std::vector<int>& warm_start,
-                                    double time_limit_seconds, SolveDepth depth = SolveDepth::ToOptimality);
+                                    double time_limit_seconds, SolveDepth depth = SolveDepth::ToOptimality,
+                                    double relative_gap = 0);
 // The cost of a selection: its kernels' costs less the link savings it realises (a selected
 // kernel's output is linked when it can be, is not required, and every selected reader takes
 // it in the internal layout; readers of a linked tensor save their input saving).

@@ -15,6 +15,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "cost/kernel_features.h"
+#include "cost/learned_cost.h"
 #include "orchestrate/baselines.h"
 #include "orchestrate/blp.h"
 #include "util/error.h"
@@ -29,8 +31,8 @@ using Clock = std::chrono::steady_clock;
 // given and the kernel was measured) with its measurement.
 class PricedCache {
  public:
-  PricedCache(const PrimGraph& g, CostModel& model, KernelMeasurer* measurer, bool price_by_op_set)
-      : g_(g), model_(model), measurer_(measurer), price_by_op_set_(price_by_op_set) {}
+  PricedCache(const PrimGraph& g, CostModel& model, KernelMeasurer* measurer, bool price_by_op_set, int neighbours)
+      : g_(g), model_(model), measurer_(measurer), learned_(neighbours), price_by_op_set_(price_by_op_set) {}
   void price(Kernel& k) {
     auto m = measured_.find(k.hash);
     if (m != measured_.end() && m->second) {
@@ -60,6 +62,10 @@ class PricedCache {
     return it->second;
   }
   bool is_measured(const Kernel& k) const { return measured_.count(k.hash) != 0; }
+  // What measuring an unmeasured kernel is likely to find: by the learned model where it predicts
+  // more than the price, otherwise the price. It ranks rivals; it never prices a candidate
+  // (OptimizeOptions::learned_neighbours).
+  double likely_seconds(const Kernel& k) { return learned_price(k); }
   // The measurer's link savings for a measured kernel (KernelMeasurer::link_savings); empty
   // for kernels not measured.
   std::vector<double> link_savings(const Kernel& k) const {
@@ -91,8 +97,11 @@ class PricedCache {
     estimate(k);  // every structure measured is also priced (num_priced counts it)
     auto it = measured_.find(k.hash);
     if (it == measured_.end()) {
+      double learned = learned_price(k), roofline = estimate(k) * price_ratio(k);
       std::optional<double> m = measurer_->measure(g_, k);
       if (m) {
+        learned_errors_.push_back(std::abs(std::log2(learned / *m)));
+        roofline_errors_.push_back(std::abs(std::log2(roofline / *m)));
         record_measurement(k, m);
       } else {
         if (allow_fallback) m = measurer_->measure_fallback(g_, k);
@@ -114,6 +123,16 @@ class PricedCache {
   // Structures the lazy loop asked to measure (timed now or found in the profile cache);
   // cache entries taken up front but never chosen do not count.
   int num_measured() const { return static_cast<int>(requested_.size()); }
+  // Kernels measured after being priced (by the learned model where it predicted), and the median
+  // |log2(price / measured)| of the learned prices and of the roofline prices (estimate x
+  // smallest ratio) over them.
+  PriceErrors price_errors() const {
+    PriceErrors e;
+    e.kernels = static_cast<int>(learned_errors_.size());
+    e.learned_median_log2 = median(learned_errors_);
+    e.roofline_median_log2 = median(roofline_errors_);
+    return e;
+  }
   int num_dropped() const {
     int n = 0;
     for (const auto& [h, m] : measured_) n += !m.has_value();
@@ -130,12 +149,42 @@ class PricedCache {
   std::unordered_map<uint64_t, std::vector<double>> link_savings_;
   std::unordered_set<uint64_t> requested_;
 
+  NeighbourRatioModel learned_;
+  std::unordered_map<uint64_t, std::vector<double>> features_;
+  std::unordered_map<uint64_t, std::pair<int, double>> learned_ratio_;  // (model size, ratio)
+  std::vector<double> learned_errors_, roofline_errors_;
+
+  static double median(std::vector<double> v) {
+    if (v.empty()) return 0;
+    std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+    return v[v.size() / 2];
+  }
+  const std::vector<double>& features(const Kernel& k) {
+    auto it = features_.find(k.hash);
+    if (it == features_.end()) it = features_.emplace(k.hash, kernel_features(g_, k, estimate(k))).first;
+    return it->second;
+  }
+  // An unmeasured kernel's likely time: estimate x the larger of price_ratio and the learned
+  // ratio (recomputed when the model has learned something since).
+  double learned_price(const Kernel& k) {
+    double ratio = price_ratio(k);
+    if (learned_.size() == 0) return estimate(k) * ratio;
+    auto it = learned_ratio_.find(k.hash);
+    if (it == learned_ratio_.end() || it->second.first != learned_.size()) {
+      std::optional<double> log2_ratio = learned_.predict(features(k), k.num_linear > 0);
+      double predicted = log2_ratio ? std::exp2(*log2_ratio) : 0.0;
+      it = learned_ratio_.insert_or_assign(k.hash, std::make_pair(learned_.size(), predicted)).first;
+    }
+    return estimate(k) * std::max(ratio, it->second.second);
+  }
+
   // A generated kernel's measurement (and the variant it was measured with).
   void record_measurement(const Kernel& k, std::optional<double> m) {
     measured_.emplace(k.hash, m);
     schedules_[k.hash] = measurer_->schedule(k);
     link_savings_[k.hash] = measurer_->link_savings(k);
     double ratio = *m / std::max(estimate(k), 1e-12);
+    learned_.add(features(k), std::log2(ratio), k.num_linear > 0);
     double& r = min_ratio_[k.num_linear > 0];
     r = r > 0 ? std::min(r, ratio) : ratio;
     if (k.num_linear == 0) {
@@ -460,7 +509,9 @@ bool measure_choice(const std::vector<int>& chosen, std::vector<Kernel>& cands, 
     std::vector<int> rivals;
     for (size_t i = 0; i < cands.size(); ++i)
       if (!dropped[i] && cands[i].output == out && !prices.is_measured(cands[i])) rivals.push_back(static_cast<int>(i));
-    std::sort(rivals.begin(), rivals.end(), [&](int a, int b) { return cands[a].cost < cands[b].cost; });
+    std::vector<double> likely(cands.size(), 0.0);
+    for (int r : rivals) likely[r] = prices.likely_seconds(cands[r]);
+    std::sort(rivals.begin(), rivals.end(), [&](int a, int b) { return likely[a] < likely[b]; });
     if (rivals.size() > static_cast<size_t>(options.rivals_per_round)) rivals.resize(options.rivals_per_round);
     return rivals;
   };
@@ -557,8 +608,11 @@ PartitionChoice choose_kernels(const PrimGraph& g, const Partition& part, std::v
   while (true) {
     std::vector<int> active_index, start;
     SelectionProblem problem = active_problem(g, part, cands, dropped, warm, previous, prices, &active_index, &start);
+    // A full solve under lazy profiling may stop within the profiling gap of its bound: the
+    // partition's answer is only claimed within that gap anyway.
     sel = full_solve
-              ? solve_selection_blp(problem, start, options.solver_time_limit)
+              ? solve_selection_blp(problem, start, options.solver_time_limit, SolveDepth::ToOptimality,
+                                    prices.measuring() ? options.profiling_gap : 0)
               : solve_selection_blp(problem, start, std::min(options.solver_time_limit, options.guide_solve_time_limit),
                                     options.guide_solves_root_only ? SolveDepth::RootOnly : SolveDepth::ToOptimality);
     ++result.solve_rounds;
@@ -592,6 +646,7 @@ PartitionChoice choose_kernels(const PrimGraph& g, const Partition& part, std::v
     previous = sel.chosen;
     if (!prices.measuring() || choice.within_gap) break;
     if (measure_choice(sel.chosen, cands, dropped, prices, options)) {
+      choice.within_gap = choice.within_gap || (full_solve && sel.within_gap);
       if (full_solve || sel.proven_optimal) break;
       full_solve = true;  // stopped early on measured kernels only: solve this round in full
       continue;
@@ -666,7 +721,7 @@ std::optional<std::vector<std::vector<PrimId>>> take_stored_solution(const PrimG
 OptimizeResult optimize(const PrimGraph& g, CostModel& cost, const OptimizeOptions& options) {
   auto start = Clock::now();
   OptimizeResult result;
-  PricedCache prices(g, cost, options.measurer, options.price_by_op_set);
+  PricedCache prices(g, cost, options.measurer, options.price_by_op_set, options.learned_neighbours);
   if (options.budget_seconds > 0)
     prices.set_deadline(
         start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(options.budget_seconds)));
@@ -744,6 +799,7 @@ OptimizeResult optimize(const PrimGraph& g, CostModel& cost, const OptimizeOptio
   result.num_priced = prices.size();
   result.num_measured = prices.num_measured();
   result.num_dropped = prices.num_dropped();
+  result.price_errors = prices.price_errors();
   result.total_seconds = std::chrono::duration<double>(Clock::now() - start).count();
   return result;
 }

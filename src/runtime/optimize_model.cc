@@ -23,6 +23,7 @@ void check_settings(const ModelOptimizeSettings& s) {
   if (s.max_partition_prims < 2) fail("the partition bound (max partition primitives) must be at least 2");
   if (!(s.solver_time_limit > 0)) fail("the solver time limit must be positive");
   if (!(s.budget_seconds >= 0)) fail("the profiling budget must be a number of seconds >= 0 (0: none)");
+  if (s.learned_neighbours < 0) fail("the learned model's neighbour count must be >= 0 (0: off)");
 }
 
 OptimizeOptions optimize_options(const ModelOptimizeSettings& s) {
@@ -31,6 +32,7 @@ OptimizeOptions optimize_options(const ModelOptimizeSettings& s) {
   options.partition.max_prims = s.max_partition_prims;
   options.solver_time_limit = s.solver_time_limit;
   options.budget_seconds = s.budget_seconds;
+  options.learned_neighbours = s.learned_neighbours;
   return options;
 }
 

@@ -196,6 +196,39 @@ TEST(Blp, MatchesBruteForceOnRandomDags) {
   EXPECT_EQ(checked, 200);
 }
 
+// A relative gap ends the search within that fraction of the optimum; a selection the bound does not
+// meet exactly is within_gap, not proven optimal, and says so. (Random DAGs of 30-40 primitives, all
+// candidates of up to 4: too many for brute force, so the optimum is a solve without the gap.)
+TEST(Blp, RelativeGapStopsWithinTheGapOfTheOptimum) {
+  std::mt19937 rng(777);
+  const double gap = 0.3;
+  int stopped_at_gap = 0;
+  for (int trial = 0; trial < 20; ++trial) {
+    PrimGraph g = random_dag(rng, 30 + static_cast<int>(rng() % 11));
+    Partition part = whole(g);
+    CandidateOptions o;
+    o.max_prims = 4;
+    std::vector<Kernel> cands = enumerate_candidates(g, part, o);
+    std::uniform_real_distribution<double> cost(1.0, 10.0);
+    for (Kernel& k : cands) k.cost = cost(rng) * (1.0 + 0.2 * k.prims.size());
+    SelectionProblem problem = selection_problem(g, part, cands);
+    SelectionResult exact = solve_selection_blp(problem, {}, 60);
+    ASSERT_TRUE(exact.proven_optimal);
+    SelectionResult blp = solve_selection_blp(problem, {}, 60, SolveDepth::ToOptimality, gap);
+    ASSERT_TRUE(selection_is_feasible(problem, blp.chosen));
+    EXPECT_LE(blp.lower_bound, exact.cost * (1 + 1e-9));
+    EXPECT_LE(blp.cost, exact.cost / (1 - gap) * (1 + 1e-9)) << "trial " << trial;
+    EXPECT_NE(blp.proven_optimal, blp.within_gap);
+    if (blp.proven_optimal) {
+      EXPECT_NEAR(blp.cost, exact.cost, 1e-6 * exact.cost);
+    } else {
+      EXPECT_EQ(blp.status.rfind("optimal within 30%", 0), 0u) << blp.status;
+      ++stopped_at_gap;
+    }
+  }
+  EXPECT_GT(stopped_at_gap, 0);  // the gap ended some searches before a proof
+}
+
 // Measured costs are seconds, 1e-7 .. 1e-3 per kernel: as small as CBC's absolute tolerances.
 // The optimum must still be exact (the BLP scales its objective).
 TEST(Blp, SecondsScaleCostsMatchBruteForce) {
@@ -590,6 +623,33 @@ TEST(Optimize, WarmRunReplaysStoredPartitionSolutions) {
   OptimizeResult not_kernels = optimize(g, model, options);
   EXPECT_EQ(not_kernels.num_stored_solutions, 0);
   EXPECT_EQ(not_kernels.korch.kernels.size(), cold.korch.kernels.size());
+}
+
+// The learned model only ranks the rivals lazy profiling measures: the plan is the same optimum of
+// the measured costs with or without it, and its predictions are closer to the measurements than
+// the prices (here fused kernels run slower than their estimates by a factor that grows with
+// their size, which the nearest kernels of the same size tell and the class minimum does not).
+TEST(Optimize, LearnedRankingKeepsTheOptimumAndPredictsBetterThanThePrices) {
+  PrimGraph g = residual_net(4);
+  AnalyticCostModel model{MachineFigures{}};
+  std::vector<OptimizeResult> results;
+  for (int neighbours : {0, 2}) {
+    FakeMeasurer measurer(model, 4.0);
+    OptimizeOptions options;
+    options.measurer = &measurer;
+    options.profiling_gap = 0;
+    options.learned_neighbours = neighbours;
+    results.push_back(optimize(g, model, options));
+  }
+  const OptimizeResult &without = results[0], &with = results[1];
+  EXPECT_TRUE(without.all_optimal);
+  EXPECT_TRUE(with.all_optimal);
+  EXPECT_NEAR(with.korch.predicted_seconds(), without.korch.predicted_seconds(),
+              1e-9 * without.korch.predicted_seconds());
+  ASSERT_GT(with.price_errors.kernels, 0);
+  EXPECT_LT(with.price_errors.learned_median_log2, with.price_errors.roofline_median_log2);
+  // Without neighbours the model predicts nothing: its "predictions" are the prices.
+  EXPECT_EQ(without.price_errors.learned_median_log2, without.price_errors.roofline_median_log2);
 }
 
 // Rounds that only pick what to measure next may stop their solve early (at a time or node

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
@@ -98,6 +99,7 @@ struct OptimizeFlags {
   bool plan_race = true;        // measured costs: race the BLP's plan against greedy end to end
   std::string backend = "cpu";  // what measures kernels and runs plans
   double budget = 0;            // measured costs: seconds of profiling (0: no budget)
+  int learned_neighbours = 8;   // measured costs: neighbours of the learned price model (0: off)
 };
 
 // --machine names a file or a built-in figure set; without it the CUDA backend is priced with the
@@ -137,6 +139,7 @@ OptimizeRun run_optimizer(const PrimGraph& g, OptimizeFlags f, const std::string
   s.solver_time_limit = f.time_limit;
   s.plan_race = f.plan_race;
   s.budget_seconds = f.budget;
+  s.learned_neighbours = f.learned_neighbours;
   Progress progress;
   s.warn = [](const std::string& w) { std::cerr << "warning: " << w << "\n"; };
   s.dropped = [&](const std::string& line) {
@@ -192,6 +195,14 @@ void print_summary(const OptimizeRun& run, const MachineFigures& m) {
               << run.profile.prepare_seconds << " s), " << r.num_stored_solutions
               << " partitions took a stored solution\n  cache: " << run.cache_path << "\n"
               << std::defaultfloat;
+  if (run.measured && r.price_errors.kernels > 0) {
+    auto percent = [](double log2_error) { return (std::exp2(log2_error) - 1) * 100; };
+    std::cout << std::fixed << std::setprecision(0) << "  predictions of the " << r.price_errors.kernels
+              << " kernels then measured: median error " << percent(r.price_errors.learned_median_log2)
+              << "% (learned model), " << percent(r.price_errors.roofline_median_log2)
+              << "% (prices: roofline x smallest measured ratio)\n"
+              << std::defaultfloat;
+  }
   if (run.measured) {
     const ProfilerStats& s = run.profile;
     std::cout << std::fixed << std::setprecision(1) << "  where the profiling seconds went: inputs " << s.inputs_seconds
@@ -251,6 +262,9 @@ nlohmann::json summary_json(const std::string& model_path, const PrimGraph& g, c
   j["priced"] = r.num_priced;
   j["measured"] = r.num_measured;
   j["dropped"] = r.num_dropped;
+  j["price_errors"] = {{"kernels", r.price_errors.kernels},
+                       {"learned_median_log2", r.price_errors.learned_median_log2},
+                       {"roofline_median_log2", r.price_errors.roofline_median_log2}};
   j["mismatches"] = run.profile.mismatches;
   j["solver_seconds"] = r.solver_seconds;
   j["total_seconds"] = r.total_seconds;
@@ -636,6 +650,9 @@ int main(int argc, char** argv) {
     cmd->add_option("--budget", flags.budget,
                     "With measured costs, stop profiling after this many seconds and choose among the kernels "
                     "measured by then (default 0: no budget)");
+    cmd->add_option("--learned-neighbours", flags.learned_neighbours,
+                    "With measured costs, rank unmeasured kernels by this many nearest measured ones (the "
+                    "learned cost model) to pick which rivals to measure; default 8, 0: by their prices");
     if (cmd != check)
       cmd->add_option("--backend", flags.backend,
                       "Backend that measures and runs kernels: " + backends + " (default cpu)");
