@@ -1,7 +1,7 @@
 // A cost model learned while profiling: how much slower than its roofline estimate a kernel runs,
-// predicted from the kernels measured so far that resemble it. Lazy profiling ranks the rivals it
-// measures beside a newly measured kernel by it (OptimizeOptions::learned_neighbours), and reports
-// its median error beside the prices' (korch optimize's summary, --json price_errors).
+// predicted from the kernels measured so far that resemble it. Lazy profiling reports its median
+// error beside the prices' (korch optimize's summary, --json price_errors) and, on request, ranks
+// the rivals it measures beside a newly measured kernel by it (OptimizeOptions::learned_rival_ranking).
 //
 // The model is a nearest-neighbour one: features (kernel_features.h, each scaled by its standard
 // deviation over the examples) pick the `neighbours` closest measured kernels of the same class

@@ -63,8 +63,8 @@ class PricedCache {
   }
   bool is_measured(const Kernel& k) const { return measured_.count(k.hash) != 0; }
   // What measuring an unmeasured kernel is likely to find: by the learned model where it predicts
-  // more than the price, otherwise the price. It ranks rivals; it never prices a candidate
-  // (OptimizeOptions::learned_neighbours).
+  // more than the price, otherwise the price. It may rank rivals; it never prices a candidate
+  // (OptimizeOptions::learned_rival_ranking).
   double likely_seconds(const Kernel& k) { return learned_price(k); }
   // The measurer's link savings for a measured kernel (KernelMeasurer::link_savings); empty
   // for kernels not measured.
@@ -510,7 +510,7 @@ bool measure_choice(const std::vector<int>& chosen, std::vector<Kernel>& cands, 
     for (size_t i = 0; i < cands.size(); ++i)
       if (!dropped[i] && cands[i].output == out && !prices.is_measured(cands[i])) rivals.push_back(static_cast<int>(i));
     std::vector<double> likely(cands.size(), 0.0);
-    for (int r : rivals) likely[r] = prices.likely_seconds(cands[r]);
+    for (int r : rivals) likely[r] = options.learned_rival_ranking ? prices.likely_seconds(cands[r]) : cands[r].cost;
     std::sort(rivals.begin(), rivals.end(), [&](int a, int b) { return likely[a] < likely[b]; });
     if (rivals.size() > static_cast<size_t>(options.rivals_per_round)) rivals.resize(options.rivals_per_round);
     return rivals;

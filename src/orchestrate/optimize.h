@@ -55,11 +55,16 @@ struct OptimizeOptions {
   // Prices an unmeasured memory-bound kernel by the kernels measured with its set of primitive
   // ops (PricedCache::price). Off: by its class alone (linear or memory-bound).
   bool price_by_op_set = true;
-  // The learned model (NeighbourRatioModel, cost/learned_cost.h): the rivals measured with a
-  // newly measured kernel are the likeliest winners by what this many nearest measured kernels of
-  // their class ran at (0: cheapest price first). It ranks only: used as prices, its predictions
-  // measured 2-15% fewer kernels but left winners unmeasured (EfficientViT-B1's plan 23% slower).
+  // The learned model (NeighbourRatioModel, cost/learned_cost.h): predicts what an unmeasured
+  // kernel will measure from this many nearest measured kernels of its class; its error is
+  // reported (OptimizeResult::price_errors). 0: no model.
   int learned_neighbours = 8;
+  // The rivals measured with a newly measured kernel are the likeliest winners by the learned
+  // model instead of the cheapest priced. Off by default: over twelve full-size models it measured
+  // -6% to +8% kernels (within the run-to-run spread), on Swin-T (held aside) 913-1024 against
+  // 855-877. The model never prices: as prices its predictions measured 2-15% fewer kernels but
+  // left winners unmeasured (EfficientViT-B1's plan 23% slower).
+  bool learned_rival_ranking = false;
   // Seconds from the start of optimize() after which no more kernels are measured (0: no
   // budget): partitions not finished then choose among the kernels measured so far (the baseline
   // plans' kernels always are, so no partition is priced above its greedy kernels), and their

@@ -33,6 +33,7 @@ OptimizeOptions optimize_options(const ModelOptimizeSettings& s) {
   options.solver_time_limit = s.solver_time_limit;
   options.budget_seconds = s.budget_seconds;
   options.learned_neighbours = s.learned_neighbours;
+  options.learned_rival_ranking = s.learned_rival_ranking;
   return options;
 }
 

@@ -30,6 +30,7 @@ struct ModelOptimizeSettings {
   bool plan_race = true;
   double budget_seconds = 0;                         // measured costs: stop profiling after this long (0: no budget)
   int learned_neighbours = 8;                        // measured costs: OptimizeOptions::learned_neighbours
+  bool learned_rival_ranking = false;                // measured costs: OptimizeOptions::learned_rival_ranking
   std::function<void(const std::string&)> warn;      // profile-cache warnings (empty: to stderr)
   std::function<void(const std::string&)> dropped;   // one line per dropped kernel
   std::function<void(const std::string&)> rounds;    // one line per BLP solve (OptimizeOptions::log_round)

@@ -257,6 +257,22 @@ std::vector<KernelCase> memory_bound_kernel_cases() {
          g.mark_output(g.add_primitive(PrimOp::Div, {d, sd}, {}));
          return g;
        }});
+  // ConvNeXt's LayerNorm over channels-last rows, its result transposed back to channels-first
+  // (the squares and the centred values come from other kernels).
+  cs.push_back(
+      {"layernorm tail transposed to channels-first", [] {
+         LinearGraph lg;
+         PrimGraph& g = lg.g;
+         TensorId sq = lg.input({1, 56, 56, 96});
+         TensorId d = lg.input({1, 56, 56, 96});
+         TensorId v = g.add_primitive(PrimOp::ReduceMean, {sq}, axes({3}, 1));
+         TensorId sd = g.add_primitive(PrimOp::Sqrt, {g.add_primitive(PrimOp::Add, {v, lg.scalar(2.0)}, {})}, {});
+         TensorId y = g.add_primitive(PrimOp::Div, {d, sd}, {});
+         y = g.add_primitive(PrimOp::Add, {g.add_primitive(PrimOp::Mul, {y, lg.weight({96})}, {}), lg.weight({96})},
+                             {});
+         g.mark_output(g.add_primitive(PrimOp::Transpose, {y}, Attrs().set("perm", Ints{0, 3, 1, 2})));
+         return g;
+       }});
   cs.push_back({"reductions over several axes, no keepdims", [] {
                   PrimGraph g;
                   TensorId x = g.add_input("x", DType::F32, {3, 4, 5, 6});

@@ -625,7 +625,7 @@ TEST(Optimize, WarmRunReplaysStoredPartitionSolutions) {
   EXPECT_EQ(not_kernels.korch.kernels.size(), cold.korch.kernels.size());
 }
 
-// The learned model only ranks the rivals lazy profiling measures: the plan is the same optimum of
+// The learned model at most ranks the rivals lazy profiling measures: the plan is the same optimum of
 // the measured costs with or without it, and its predictions are closer to the measurements than
 // the prices (here fused kernels run slower than their estimates by a factor that grows with
 // their size, which the nearest kernels of the same size tell and the class minimum does not).
@@ -639,6 +639,7 @@ TEST(Optimize, LearnedRankingKeepsTheOptimumAndPredictsBetterThanThePrices) {
     options.measurer = &measurer;
     options.profiling_gap = 0;
     options.learned_neighbours = neighbours;
+    options.learned_rival_ranking = true;
     results.push_back(optimize(g, model, options));
   }
   const OptimizeResult &without = results[0], &with = results[1];

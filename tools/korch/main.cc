@@ -96,10 +96,11 @@ struct OptimizeFlags {
   bool tf32 = false;  // GPU linear kernels may round operands to TF32
   std::string cache_path;
   bool verbose = false;
-  bool plan_race = true;        // measured costs: race the BLP's plan against greedy end to end
-  std::string backend = "cpu";  // what measures kernels and runs plans
-  double budget = 0;            // measured costs: seconds of profiling (0: no budget)
-  int learned_neighbours = 8;   // measured costs: neighbours of the learned price model (0: off)
+  bool plan_race = true;         // measured costs: race the BLP's plan against greedy end to end
+  std::string backend = "cpu";   // what measures kernels and runs plans
+  double budget = 0;             // measured costs: seconds of profiling (0: no budget)
+  int learned_neighbours = 8;    // measured costs: neighbours of the learned cost model (0: none)
+  bool learned_ranking = false;  // measured costs: rank rivals by the learned model
 };
 
 // --machine names a file or a built-in figure set; without it the CUDA backend is priced with the
@@ -140,6 +141,7 @@ OptimizeRun run_optimizer(const PrimGraph& g, OptimizeFlags f, const std::string
   s.plan_race = f.plan_race;
   s.budget_seconds = f.budget;
   s.learned_neighbours = f.learned_neighbours;
+  s.learned_rival_ranking = f.learned_ranking;
   Progress progress;
   s.warn = [](const std::string& w) { std::cerr << "warning: " << w << "\n"; };
   s.dropped = [&](const std::string& line) {
@@ -651,8 +653,11 @@ int main(int argc, char** argv) {
                     "With measured costs, stop profiling after this many seconds and choose among the kernels "
                     "measured by then (default 0: no budget)");
     cmd->add_option("--learned-neighbours", flags.learned_neighbours,
-                    "With measured costs, rank unmeasured kernels by this many nearest measured ones (the "
-                    "learned cost model) to pick which rivals to measure; default 8, 0: by their prices");
+                    "With measured costs, the learned cost model predicts a kernel from this many nearest measured "
+                    "ones (its error is reported; default 8, 0: no model)");
+    cmd->add_flag("--learned-ranking", flags.learned_ranking,
+                  "With measured costs, measure the rivals the learned model ranks likeliest to win (default: the "
+                  "cheapest priced)");
     if (cmd != check)
       cmd->add_option("--backend", flags.backend,
                       "Backend that measures and runs kernels: " + backends + " (default cpu)");
