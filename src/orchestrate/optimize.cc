@@ -123,9 +123,9 @@ class PricedCache {
   // Structures the lazy loop asked to measure (timed now or found in the profile cache);
   // cache entries taken up front but never chosen do not count.
   int num_measured() const { return static_cast<int>(requested_.size()); }
-  // Kernels measured after being priced (by the learned model where it predicted), and the median
-  // |log2(price / measured)| of the learned prices and of the roofline prices (estimate x
-  // smallest ratio) over them.
+  // The kernels measured here (not taken from the cache), and the median |log2(x / measured)|
+  // over them of x = the learned model's prediction (likely_seconds) and x = the price (estimate
+  // x smallest measured ratio).
   PriceErrors price_errors() const {
     PriceErrors e;
     e.kernels = static_cast<int>(learned_errors_.size());
