@@ -22,12 +22,77 @@ class SplitMix64 {
   }
   // Uniform in [-1, 1): 24 random bits, exact in float.
   float real() { return static_cast<float>(static_cast<int64_t>((*this)() >> 40) - (int64_t{1} << 23)) * 0x1p-23f; }
+  // Uniform in [0, 1): the same 24 bits.
+  float unit() { return static_cast<float>((*this)() >> 40) * 0x1p-24f; }
 
  private:
   uint64_t state_;
 };
 
+// Whether every element of constant c is >= 0 (only small constants are read: a weight's sign is
+// no property the model's arithmetic guarantees).
+bool constant_never_negative(const TensorData& c) {
+  if (!is_floating(c.dtype()) || c.size() > 4096) return false;
+  for (int64_t i = 0; i < c.size(); ++i)
+    if (!(c.get_f64(i) >= 0)) return false;
+  return true;
+}
+
+// Whether constant c is one even integer (x^c >= 0 for every x).
+bool even_integer_exponent(const TensorInfo& c) {
+  if (!c.is_constant() || c.constant->size() != 1) return false;
+  double e = c.constant->get_f64(0);
+  return e == static_cast<double>(static_cast<int64_t>(e)) && static_cast<int64_t>(e) % 2 == 0;
+}
+
+bool never_negative_within(const PrimGraph& g, TensorId t, int depth) {
+  const TensorInfo& info = g.tensor(t);
+  if (info.is_constant()) return constant_never_negative(*info.constant);
+  if (info.producer == kNone || depth == 0) return false;
+  const Primitive& p = g.prim(info.producer);
+  auto operand = [&](size_t i) { return never_negative_within(g, p.inputs[i], depth - 1); };
+  auto all_operands = [&] {
+    for (size_t i = 0; i < p.inputs.size(); ++i)
+      if (!operand(i)) return false;
+    return true;
+  };
+  switch (p.op) {
+    case PrimOp::Abs:
+    case PrimOp::Exp:
+    case PrimOp::Sqrt:
+    case PrimOp::Sigmoid:
+    case PrimOp::Relu: return true;
+    case PrimOp::Mul: return p.inputs[0] == p.inputs[1] || all_operands();
+    case PrimOp::Pow: return even_integer_exponent(g.tensor(p.inputs[1])) || operand(0);
+    case PrimOp::Max: return operand(0) || operand(1);
+    case PrimOp::Where: return operand(1) && operand(2);
+    case PrimOp::Add:
+    case PrimOp::Div:
+    case PrimOp::Min:
+    case PrimOp::Concat:
+    case PrimOp::Cast:
+    case PrimOp::Copy: return all_operands();
+    case PrimOp::ReduceSum:
+    case PrimOp::ReduceMean:
+    case PrimOp::ReduceMax:
+    case PrimOp::ReduceMin:
+    case PrimOp::ReduceProd:
+    case PrimOp::Broadcast:
+    case PrimOp::Transpose:
+    case PrimOp::Reshape:
+    case PrimOp::Slice:
+    case PrimOp::Gather:
+    case PrimOp::MaxPool:
+    case PrimOp::AvgPool: return operand(0);
+    default: return false;
+  }
+}
+
 }  // namespace
+
+bool never_negative(const PrimGraph& g, TensorId t) {
+  return is_floating(g.tensor(t).dtype) && never_negative_within(g, t, 32);
+}
 
 std::vector<TensorData> random_graph_inputs(const PrimGraph& g, uint32_t seed) {
   Kernel whole_graph;
@@ -53,11 +118,12 @@ std::vector<TensorData> random_kernel_inputs(const PrimGraph& g, const Kernel& k
         limit = std::min<int64_t>(limit == 3 ? INT64_MAX : limit, g.tensor(prim.inputs[0]).shape[prim.attrs.i("axis")]);
     }
     float* f32 = info.dtype == DType::F32 ? v.data<float>() : nullptr;
+    bool unit = never_negative(g, t);
     for (int64_t i = 0; i < v.size(); ++i) {
       if (f32)
-        f32[i] = rng.real();
+        f32[i] = unit ? rng.unit() : rng.real();
       else if (is_floating(info.dtype))
-        v.set_f64(i, rng.real());
+        v.set_f64(i, unit ? rng.unit() : rng.real());
       else if (info.dtype == DType::Bool)
         v.set_i64(i, rng() & 1);
       else
