@@ -18,6 +18,7 @@
 #include "backend/backend.h"
 #include "backend/timing.h"
 #include "cost/cost_model.h"
+#include "cost/model_values.h"
 #include "cost/profile_cache.h"
 #include "plan/random_inputs.h"
 
@@ -44,6 +45,12 @@ struct ProfilerStats {
   double inputs_seconds = 0;
   double compile_seconds = 0;
   double verify_seconds = 0;
+  // Kernels verified and timed on the model's values (set_model_graph), and how many primitives
+  // the reference evaluated for them (once, and again after their values were dropped).
+  int model_value_kernels = 0;
+  int model_values_evaluated = 0;
+  int model_values_reevaluated = 0;
+  int model_value_retries = 0;  // kernels that failed on the model's values and were checked on random ones
   TimingStats timing;
   TimingStats link_timing;
   int link_timed = 0;  // schedule variants whose link savings were timed
@@ -80,6 +87,11 @@ class Profiler : public KernelMeasurer {
   // 1 compiles every kernel when measure() needs it.
   void set_compile_threads(int threads) { stats_.compile_threads = compile_threads_ = std::max(1, threads); }
   int compile_threads() const { return compile_threads_; }
+  // Kernels of graph `g` (which must outlive this profiler or a later call; null: none) are
+  // verified and timed on the values the model's tensors take (cost/model_values.h) rather than
+  // on random inputs of their own; kernels of other graphs, or whose values the reference cannot
+  // give or hold a NaN or an infinity, keep random inputs.
+  void set_model_graph(const PrimGraph* g);
 
  private:
   Backend& backend_;
@@ -98,6 +110,9 @@ class Profiler : public KernelMeasurer {
     std::string why;
   };
   std::unordered_map<uint64_t, Precompiled> precompiled_;
+  const PrimGraph* model_graph_ = nullptr;
+  std::unique_ptr<ModelValues> model_values_;  // of *model_graph_, made on first use
+  ModelValues* model_values_for(const PrimGraph& g);
 
   // The kernel's inputs in the backend's memory (host buffers are used as they are).
   struct KernelInputs;

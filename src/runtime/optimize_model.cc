@@ -112,6 +112,7 @@ ModelOptimizeRun optimize_model(const PrimGraph& g, const ModelOptimizeSettings&
       settings.progress(progress_line(profiler.stats(), where));
     };
   }
+  profiler.set_model_graph(&g);
   options.measurer = &profiler;
   options.log_round = settings.rounds;
   cache.begin_batch();

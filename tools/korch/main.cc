@@ -214,6 +214,10 @@ void print_summary(const OptimizeRun& run, const MachineFigures& m) {
               << " s, " << s.timing.prepares << " cache resets: " << s.timing.prepare_seconds << " s), link savings of "
               << s.link_timed << " kernels " << s.link_timing.seconds() << " s (" << s.link_timing.timed_runs
               << " runs, " << s.link_timing.prepares << " cache resets: " << s.link_timing.prepare_seconds << " s)\n"
+              << "  verified on the model's values: " << s.model_value_kernels << " of " << s.measured + s.dropped
+              << " kernels (reference evaluations: " << s.model_values_evaluated << " primitives, "
+              << s.model_values_reevaluated << " again; " << s.model_value_retries
+              << " checked again on random inputs)\n"
               << std::defaultfloat;
     const CodegenStats& c = run.codegen;
     std::cout << std::fixed << std::setprecision(1) << "  pipelines: " << c.requested << " requested, " << c.compiled
@@ -301,6 +305,10 @@ nlohmann::json summary_json(const std::string& model_path, const PrimGraph& g, c
                        {{"inputs_seconds", run.profile.inputs_seconds},
                         {"compile_seconds", run.profile.compile_seconds},
                         {"verify_seconds", run.profile.verify_seconds},
+                        {"model_value_kernels", run.profile.model_value_kernels},
+                        {"model_values_evaluated", run.profile.model_values_evaluated},
+                        {"model_values_reevaluated", run.profile.model_values_reevaluated},
+                        {"model_value_retries", run.profile.model_value_retries},
                         {"timing", timing_json(run.profile.timing)},
                         {"link_savings_kernels", run.profile.link_timed},
                         {"link_savings_timing", timing_json(run.profile.link_timing)}}},
