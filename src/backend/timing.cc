@@ -49,8 +49,13 @@ double median_run_seconds(const std::function<void()>& run, int min_runs, double
     prepare_timed();
     auto t0 = Clock::now();
     run();
-    local.warmup_seconds += seconds_since(t0);
+    double seconds = seconds_since(t0);
+    local.warmup_seconds += seconds;
     ++local.warmup_runs;
+    if (i == 0 && seconds >= kSlowRunSeconds) {
+      min_runs = std::min(min_runs, 3);
+      break;
+    }
   }
   std::vector<double> sorted;  // the timed runs' seconds, ascending
   auto start = Clock::now();

@@ -1,7 +1,11 @@
-// median_run_seconds: the median, the run bounds, and the early stop once the median is stable.
+// median_run_seconds: the median, the run bounds, the early stop once the median is stable, and
+// fewer runs of a slow run.
 #include "backend/timing.h"
 
 #include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
 
 namespace korch {
 namespace {
@@ -63,6 +67,19 @@ TEST(Timing, StopsEarlyOnlyWhenAskedAndStable) {
       5, 10.0, {}, &unstable, {0.02});
   EXPECT_EQ(unstable.timed_runs, 200);
   EXPECT_EQ(runs, stats.warmup_runs + stats.timed_runs);
+}
+
+// A run whose first warm-up takes kSlowRunSeconds or more: one warm-up and three timed runs.
+TEST(Timing, SlowRunsWarmUpOnceAndTimeThreeRuns) {
+  TimingStats slow;
+  auto sleep = [] { std::this_thread::sleep_for(std::chrono::duration<double>(kSlowRunSeconds * 1.2)); };
+  median_run_seconds(sleep, 5, 0.02, {}, &slow);
+  EXPECT_EQ(slow.warmup_runs, 1);
+  EXPECT_EQ(slow.timed_runs, 3);
+  TimingStats fast;
+  median_run_seconds([] {}, 5, 0.0, {}, &fast);
+  EXPECT_EQ(fast.warmup_runs, 2);
+  EXPECT_EQ(fast.timed_runs, 5);
 }
 
 }  // namespace
