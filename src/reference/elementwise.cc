@@ -181,8 +181,17 @@ TensorData eval_elementwise(const Primitive& prim, const std::vector<const Tenso
                             const Shape& out_shape) {
   TensorData out(out_dtype, out_shape);
   int64_t n = out.size();
+  // Each input's element offset per output element; not built for float32 inputs of the output's
+  // own shape (the all-float32 path indexes them directly: a 64 M-element attention score tensor
+  // would take 512 MB of offsets).
+  bool all_f32 = out_dtype == DType::F32 && prim.op != PrimOp::Cast;
+  for (const TensorData* t : in) all_f32 &= t->dtype() == DType::F32;
   std::vector<std::vector<int64_t>> offsets;
-  for (const TensorData* t : in) offsets.push_back(broadcast_offsets(t->shape(), out_shape));
+  std::vector<bool> dense;
+  for (const TensorData* t : in) {
+    dense.push_back(all_f32 && t->shape() == out_shape);
+    offsets.push_back(dense.back() ? std::vector<int64_t>{} : broadcast_offsets(t->shape(), out_shape));
+  }
   PrimOp op = prim.op;
   if (op == PrimOp::Where) {
     const TensorData &c = *in[0], &a = *in[1], &b = *in[2];
@@ -212,18 +221,23 @@ TensorData eval_elementwise(const Primitive& prim, const std::vector<const Tenso
   // Cast to/from floating types goes through double; integer to integer through int64.
   bool float_domain = is_floating(in[0]->dtype()) || (op == PrimOp::Cast && is_floating(out_dtype)) ||
                       (in.size() > 1 && is_floating(in[1]->dtype()));
-  bool all_f32 = out_dtype == DType::F32 && op != PrimOp::Cast;
-  for (const TensorData* t : in) all_f32 &= t->dtype() == DType::F32;
   if (all_f32) {  // the same double arithmetic, without the per-element type dispatch
     float* o = out.data<float>();
     const float* a = in[0]->data<float>();
     const int64_t* oa = offsets[0].data();
     if (in.size() == 1) {
-      for (int64_t i = 0; i < n; ++i) o[i] = static_cast<float>(unary_f(op, a[oa[i]]));
+      if (dense[0])
+        for (int64_t i = 0; i < n; ++i) o[i] = static_cast<float>(unary_f(op, a[i]));
+      else
+        for (int64_t i = 0; i < n; ++i) o[i] = static_cast<float>(unary_f(op, a[oa[i]]));
     } else {
       const float* b = in[1]->data<float>();
       const int64_t* ob = offsets[1].data();
-      for (int64_t i = 0; i < n; ++i) o[i] = static_cast<float>(binary_f(op, a[oa[i]], b[ob[i]], c_fmod));
+      if (dense[0] && dense[1])
+        for (int64_t i = 0; i < n; ++i) o[i] = static_cast<float>(binary_f(op, a[i], b[i], c_fmod));
+      else
+        for (int64_t i = 0; i < n; ++i)
+          o[i] = static_cast<float>(binary_f(op, dense[0] ? a[i] : a[oa[i]], dense[1] ? b[i] : b[ob[i]], c_fmod));
     }
   } else if (float_domain) {
     if (in.size() == 1) {
