@@ -33,7 +33,6 @@ class ModelValues {
     int evaluated = 0;    // primitives evaluated, first time
     int reevaluated = 0;  // primitives evaluated again after their value was dropped
     int refused = 0;      // value() calls answered null
-    double seconds = 0;   // spent evaluating
   };
   const Stats& stats() const { return stats_; }
   int64_t kept_bytes() const { return kept_bytes_; }

@@ -236,23 +236,22 @@ ProfileEntry Profiler::profile_variant(const PrimGraph& g, const Kernel& k, Kern
     entry.description = compiled->describe();
     auto verify_start = Clock::now();
     const TensorInfo& out = g.tensor(k.output);
-    const TensorData& want = inputs.reference_output(g, k);
     TensorData got(out.dtype, out.shape);
     std::unique_ptr<BackendBuffer> output = backend_.allocate(static_cast<int64_t>(got.byte_size()));
-    compiled->run(inputs.ptrs, output->data());
-    backend_.synchronize();
-    backend_.download(got.raw(), output->data(), static_cast<int64_t>(got.byte_size()));
-    Comparison c = compare_tensors(got, want, Tolerance{1e-4, 1e-3});
+    auto run_and_compare = [&] {
+      compiled->run(inputs.ptrs, output->data());
+      backend_.synchronize();
+      backend_.download(got.raw(), output->data(), static_cast<int64_t>(got.byte_size()));
+      return compare_tensors(got, inputs.reference_output(g, k), Tolerance{1e-4, 1e-3});
+    };
+    Comparison c = run_and_compare();
     if (!c.pass && inputs.model) {
       // The model's values can be far larger than 1 (random weights, deep stacks), where float
       // rounding exceeds the absolute tolerance that random inputs in [-1, 1) are checked with:
       // such a kernel is checked as before, on random inputs of its own, and timed on them.
       inputs.use_random_values(backend_, g, k);
       ++stats_.model_value_retries;
-      compiled->run(inputs.ptrs, output->data());
-      backend_.synchronize();
-      backend_.download(got.raw(), output->data(), static_cast<int64_t>(got.byte_size()));
-      c = compare_tensors(got, inputs.reference_output(g, k), Tolerance{1e-4, 1e-3});
+      c = run_and_compare();
     }
     stats_.verify_seconds += seconds_since(verify_start);
     entry.verified = c.pass;

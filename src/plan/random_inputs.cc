@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <unordered_map>
 
 namespace korch {
 
@@ -45,12 +46,20 @@ bool even_integer_exponent(const TensorInfo& c) {
   return e == static_cast<double>(static_cast<int64_t>(e)) && static_cast<int64_t>(e) % 2 == 0;
 }
 
-bool never_negative_within(const PrimGraph& g, TensorId t, int depth) {
+// The answer for t within `depth` producers. Answers are kept per (tensor, depth): a tensor read
+// along several paths (a residual stream, Add(x, Max(x, c)) repeated) is examined once per depth,
+// not once per path (exponentially many).
+using NeverNegativeMemo = std::unordered_map<int64_t, bool>;
+constexpr int kNeverNegativeDepth = 32;
+
+bool never_negative_within(const PrimGraph& g, TensorId t, int depth, NeverNegativeMemo& memo);
+
+bool examine(const PrimGraph& g, TensorId t, int depth, NeverNegativeMemo& memo) {
   const TensorInfo& info = g.tensor(t);
   if (info.is_constant()) return constant_never_negative(*info.constant);
   if (info.producer == kNone || depth == 0) return false;
   const Primitive& p = g.prim(info.producer);
-  auto operand = [&](size_t i) { return never_negative_within(g, p.inputs[i], depth - 1); };
+  auto operand = [&](size_t i) { return never_negative_within(g, p.inputs[i], depth - 1, memo); };
   auto all_operands = [&] {
     for (size_t i = 0; i < p.inputs.size(); ++i)
       if (!operand(i)) return false;
@@ -88,10 +97,20 @@ bool never_negative_within(const PrimGraph& g, TensorId t, int depth) {
   }
 }
 
+bool never_negative_within(const PrimGraph& g, TensorId t, int depth, NeverNegativeMemo& memo) {
+  int64_t key = static_cast<int64_t>(t) * (kNeverNegativeDepth + 1) + depth;
+  auto known = memo.find(key);
+  if (known != memo.end()) return known->second;
+  bool answer = examine(g, t, depth, memo);
+  memo.emplace(key, answer);
+  return answer;
+}
+
 }  // namespace
 
 bool never_negative(const PrimGraph& g, TensorId t) {
-  return is_floating(g.tensor(t).dtype) && never_negative_within(g, t, 32);
+  NeverNegativeMemo memo;
+  return is_floating(g.tensor(t).dtype) && never_negative_within(g, t, kNeverNegativeDepth, memo);
 }
 
 std::vector<TensorData> random_graph_inputs(const PrimGraph& g, uint32_t seed) {

@@ -53,6 +53,17 @@ TEST(RandomInputs, NeverNegativeFollowsWhatTheGraphComputes) {
   EXPECT_FALSE(never_negative(n.g, product));
 }
 
+// A tensor read along many paths (here 2^30 through 30 blocks y = y + max(y, 0)) is examined once
+// per depth, not once per path.
+TEST(RandomInputs, NeverNegativeExaminesEachTensorOncePerDepth) {
+  PrimGraph g;
+  TensorId y = g.add_primitive(PrimOp::Relu, {g.add_input("x", DType::F32, {4})}, {});
+  TensorId zero = g.add_constant("zero", make_scalar(0.0f));
+  for (int i = 0; i < 30; ++i) y = g.add_primitive(PrimOp::Add, {y, g.add_primitive(PrimOp::Max, {y, zero}, {})}, {});
+  g.mark_output(y);
+  EXPECT_TRUE(never_negative(g, y));
+}
+
 TEST(RandomInputs, NeverNegativeTensorsGetValuesInTheUnitInterval) {
   LayerNorm n;
   Kernel k;
