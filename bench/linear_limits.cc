@@ -1,12 +1,13 @@
 // How close korch's linear kernels come to this CPU's fp32 FMA peak: the GEMMs of ViT-B/16 and
 // BERT-base and a representative set of ResNet-50's convolutions, each a single kernel as korch's
 // fission makes it from the ONNX operator (MatMul + bias Add with constant weights and bias, Conv +
-// bias, the attention's batched MatMul of two activations), run in every schedule variant the CPU
-// backend offers (so implementations added to the backend appear here unchanged). Each variant is
-// checked against the reference executor once, then timed in interleaved rounds with warm caches
-// (the kernel over and over, as a GEMM benchmark and ONNX Runtime's single-operator run see it);
-// reported: median ms, GFLOP/s (2 x multiply-adds; the bias not counted) and % of the FMA peak.
-// Usage: korch_linear_limits [--threads 2] [--rounds 31] [--only TEXT] [--json FILE]
+// bias, the attention's batched MatMul of two activations) and the fused softmax attention of
+// those models and of long-sequence encoders, run in every schedule variant the CPU backend offers (so implementations
+// added to the backend appear here unchanged). Each variant is checked against the reference executor once, then timed
+// in interleaved rounds with warm caches (the kernel over and over, as a GEMM benchmark and ONNX Runtime's
+// single-operator run see it); reported: median ms, GFLOP/s (2 x multiply-adds of both GEMMs; the bias, the softmax's
+// exp and divisions not counted) and % of the FMA peak. Usage: korch_linear_limits [--threads 2] [--rounds 31] [--only
+// TEXT] [--json FILE]
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cmath>
@@ -29,7 +30,8 @@ namespace {
 // One linear operator. MatMul+Add: input [1, M, K] times weight [K, N] plus bias [N] (ONNX MatMul +
 // Add, or Gemm, of a Linear layer); MatMul: input [B, M, K] times a second activation `weight`
 // [B, K, N] (attention); Conv: input [1, C, H, W], weight [O, C, KH, KW], bias [O], square stride and
-// padding (ONNX Conv with bias).
+// padding (ONNX Conv with bias); Attention: Q `input` [H, M, D], K and V `weight` [H, N, D], softmax(Q Kt
+// / sqrt(D)) V as fission makes it (one fused kernel: two MatMuls, ReduceMax, Exp, ReduceSum, Div).
 struct LinearShape {
   std::string model, layer, op;
   Shape input, weight;
@@ -37,16 +39,19 @@ struct LinearShape {
 
   std::string name() const { return str_cat(model, " ", layer); }
   Shape output() const {
+    if (op == "Attention") return input;
     if (op != "Conv") return {input[0], input[1], weight.back()};
     int64_t h = (input[2] + 2 * pad - weight[2]) / stride + 1, w = (input[3] + 2 * pad - weight[3]) / stride + 1;
     return {input[0], weight[0], h, w};
   }
   double flops() const {  // 2 x multiply-adds
     Shape o = output();
+    if (op == "Attention") return 4.0 * num_elements(input) * weight[1];
     if (op != "Conv") return 2.0 * num_elements(o) * input[2];
     return 2.0 * num_elements(o) * weight[1] * weight[2] * weight[3];
   }
   std::string dims() const {
+    if (op == "Attention") return str_cat(input[0], " heads, M", input[1], " N", weight[1], " D", input[2]);
     if (op != "Conv")
       return str_cat(input[0] > 1 ? str_cat(input[0], "x") : "", "M", input[1], " K", input[2], " N", weight.back());
     return str_cat(weight[2], "x", weight[3], "/", stride, " ", input[1], "->", weight[0], " @", input[2], "x",
@@ -64,9 +69,16 @@ std::vector<LinearShape> linear_shapes() {
     s.push_back({model, "fc2", "MatMul+Add", {1, tokens, ff}, {ff, d}});
     s.push_back({model, "attention q.k", "MatMul", {heads, tokens, head}, {heads, head, tokens}});
     s.push_back({model, "attention p.v", "MatMul", {heads, tokens, tokens}, {heads, tokens, head}});
+    s.push_back({model, "attention fused", "Attention", {heads, tokens, head}, {heads, tokens, head}});
   };
   transformer("vit_b_16", 197);
   transformer("bert_base", 128);
+  auto attention = [&](const std::string& model, int64_t heads, int64_t tokens) {
+    s.push_back({model, "attention fused", "Attention", {heads, tokens, 64}, {heads, tokens, 64}});
+  };
+  attention("vit_b_16@384", 12, 577);
+  attention("encoder_1024", 4, 1024);
+  attention("encoder_4096", 4, 4096);
   auto conv = [&](const std::string& layer, int64_t in, int64_t out, int64_t hw, int64_t k, int64_t stride) {
     s.push_back({"resnet50", layer, "Conv", {1, in, hw, hw}, {out, in, k, k}, stride, k / 2});
   };
@@ -89,6 +101,20 @@ std::vector<LinearShape> linear_shapes() {
 PrimGraph linear_graph(const LinearShape& s) {
   PrimGraph g;
   TensorId x = g.add_input("x", DType::F32, s.input);
+  if (s.op == "Attention") {
+    const int64_t h = s.weight[0], n = s.weight[1], d = s.weight[2];
+    auto last_axis = [] { return Attrs().set("axes", std::vector<int64_t>{2}).set("keepdims", int64_t{1}); };
+    TensorId kt = g.add_input("kt", DType::F32, {h, d, n});
+    TensorId v = g.add_input("v", DType::F32, {h, n, d});
+    TensorId scale = g.add_constant(
+        "scale", std::make_shared<const TensorData>(TensorData::scalar_f32(1.0f / std::sqrt(static_cast<float>(d)))));
+    TensorId scores = g.add_primitive(PrimOp::Mul, {g.add_primitive(PrimOp::MatMul, {x, kt}, {}), scale}, {});
+    TensorId max = g.add_primitive(PrimOp::ReduceMax, {scores}, last_axis());
+    TensorId e = g.add_primitive(PrimOp::Exp, {g.add_primitive(PrimOp::Sub, {scores, max}, {})}, {});
+    TensorId sum = g.add_primitive(PrimOp::ReduceSum, {e}, last_axis());
+    g.mark_output(g.add_primitive(PrimOp::Div, {g.add_primitive(PrimOp::MatMul, {e, v}, {}), sum}, {}));
+    return g;
+  }
   if (s.op == "MatMul") {
     g.mark_output(g.add_primitive(PrimOp::MatMul, {x, g.add_input("y", DType::F32, s.weight)}, {}));
     return g;

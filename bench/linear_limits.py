@@ -4,8 +4,8 @@
 Runs `korch_linear_limits --json` (every korch implementation of each ViT-B/16, BERT-base and
 ResNet-50 GEMM / convolution shape, its GFLOP/s and % of this CPU's measured FMA peak), builds the
 same operator as a one-node ONNX model from the shapes that JSON lists (MatMul + Add with constant
-weight and bias, the attention's MatMul of two inputs, Conv with bias), times ONNX Runtime on it
-at the same thread count, and writes a markdown table.
+weight and bias, the attention's MatMul of two inputs, Conv with bias, softmax attention as MatMul, Mul,
+Softmax, MatMul), times ONNX Runtime on it at the same thread count, and writes a markdown table.
 
 ONNX Runtime: CPU execution provider, intra_op_num_threads = T, inter_op_num_threads = 1,
 ORT_SEQUENTIAL, ORT_ENABLE_ALL; its output is checked against numpy's once. Timing as korch's:
@@ -56,6 +56,19 @@ def onnx_model(shape, seed=2):
         s, p = shape["stride"], shape["pad"]
         node = helper.make_node("Conv", ["x", "w", "b"], ["y"], kernel_shape=w_dims[2:], strides=[s, s], pads=[p] * 4)
         graph = helper.make_graph([node], "linear", [x], [y], initializer=inits)
+    elif op == "Attention":  # softmax(x kt / sqrt(D)) v, x [H, M, D], kt [H, D, N], v [H, N, D]
+        h, n, d = w_dims
+        kt = helper.make_tensor_value_info("kt", TensorProto.FLOAT, [h, d, n])
+        v = helper.make_tensor_value_info("v", TensorProto.FLOAT, w_dims)
+        inits = [numpy_helper.from_array(np.array(1.0 / np.sqrt(d), dtype=np.float32), "scale")]
+        nodes = [
+            helper.make_node("MatMul", ["x", "kt"], ["s"]),
+            helper.make_node("Mul", ["s", "scale"], ["scaled"]),
+            helper.make_node("Softmax", ["scaled"], ["p"], axis=-1),
+            helper.make_node("MatMul", ["p", "v"], ["y"]),
+        ]
+        graph = helper.make_graph(nodes, "attention", [x, kt, v], [y], initializer=inits)
+        feeds["kt"], feeds["v"] = uniform([h, d, n]), uniform(w_dims)
     else:
         raise SystemExit(f"error: unknown operator '{op}' in korch_linear_limits' JSON")
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
@@ -72,6 +85,10 @@ def numpy_reference(shape, model, feeds):
         return x @ feeds["w"].astype(np.float64)
     if shape["op"] == "MatMul+Add":
         return x @ inits["w"] + inits["b"]
+    if shape["op"] == "Attention":
+        scores = x @ feeds["kt"].astype(np.float64) * inits["scale"]
+        e = np.exp(scores - scores.max(axis=-1, keepdims=True))
+        return (e / e.sum(axis=-1, keepdims=True)) @ feeds["v"].astype(np.float64)
     w, s, p = inits["w"], shape["stride"], shape["pad"]
     xp = np.pad(x, ((0, 0), (0, 0), (p, p), (p, p)))
     n, o, oh, ow = shape["output"]

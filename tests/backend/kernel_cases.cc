@@ -172,6 +172,19 @@ std::vector<KernelCase> attention_kernel_cases() {
        }});
   cs.push_back({"attention without score steps, rows split into blocks with a remainder",
                 [] { return attention_graph({2}, 70, 1500, 4, 4, false, false); }});
+  cs.push_back({"attention, dv wider than one 64-column tile, odd dk, keys past whole panels",
+                [] { return attention_graph({2}, 21, 100, 5, 80, true, false); }});
+  cs.push_back({"attention with Q and V read through transposes (column-major views)", [] {
+                  LinearGraph b;
+                  const Ints swap = {0, 2, 1};
+                  TensorId q = b.op(PrimOp::Transpose, {b.input({3, 16, 10})}, Attrs().set("perm", swap));
+                  TensorId v = b.op(PrimOp::Transpose, {b.input({3, 12, 30})}, Attrs().set("perm", swap));
+                  TensorId s = b.op(PrimOp::MatMul, {q, b.input({3, 16, 30})});
+                  TensorId mx = b.op(PrimOp::ReduceMax, {s}, axes({2}, 1));
+                  TensorId e = b.op(PrimOp::Exp, {b.op(PrimOp::Sub, {s, mx})});
+                  TensorId sum = b.op(PrimOp::ReduceSum, {e}, axes({2}, 1));
+                  return b.done(b.op(PrimOp::Div, {b.op(PrimOp::MatMul, {e, v}), sum}));
+                }});
   return cs;
 }
 

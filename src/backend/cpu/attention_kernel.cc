@@ -4,10 +4,14 @@
 // that buffer, then E V and the division by the row sums write the block of Y. The [M, N] scores
 // never reach memory, and each row sees its exact maximum (no running rescale), so the kernel
 // computes the same expression as the primitives, in a different order only inside the GEMMs.
-// GEMMs: oneDNN's dnnl_sgemm, single-threaded inside the kernel's OpenMP loop over
-// (batch entry, row block); leading scalar scales of the scores become the first GEMM's alpha.
-// Each row's steps, max, exp and sum run while the row is in L1, the exp with AVX-512 where the
-// CPU has it. Schedule variants: the score buffer's budget per thread.
+// Two implementations of the GEMMs, each a pair of schedule variants (the score buffer's budget
+// per thread): oneDNN's dnnl_sgemm, single-threaded inside the kernel's OpenMP loop over (batch
+// entry, row block), which packs Kt and V again for every block; and, where the CPU has AVX-512,
+// korch's register-tiled micro-kernels: Kt packed once per batch entry and thread into panels of 48 keys, an 8x48
+// tile of scores per step with the row maxima taken while the tile is in registers, and E V in
+// 6x64 tiles over blocks of 256 keys read straight from V's rows. Leading scalar scales of the
+// scores become the first GEMM's alpha. Each row's steps, max, exp and sum run while the row is
+// in L1, the exp with AVX-512 where the CPU has it.
 // Also compile_library_kernel, the dispatch korch and exported packages share for kernels with
 // Linear primitives.
 #include <dnnl.h>
@@ -15,9 +19,11 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "backend/cpu/compiled_kernel.h"
@@ -27,11 +33,16 @@
 namespace korch::cpu {
 namespace {
 
-// Floats of scores one thread keeps per row block, by schedule variant: 1 MiB (half of the 2 MiB L2
-// of recent x86 server cores) and 256 KiB (cores with a small L2). Each thread's buffer is kept
-// between runs.
+// Floats of scores one thread keeps per row block, by schedule variant (modulo 2): 1 MiB (half of
+// the 2 MiB L2 of recent x86 server cores) and 256 KiB (cores with a small L2). Each thread's
+// buffer is kept between runs. Variants 0-1 use dnnl_sgemm, 2-3 korch's AVX-512 tiles.
 constexpr int64_t kScoreBudgetFloats[] = {256 * 1024, 64 * 1024};
-constexpr int kVariants = 2;
+constexpr int kSgemmVariants = 2;
+
+bool cpu_has_avx512() {
+  static const bool avx512 = __builtin_cpu_supports("avx512f");
+  return avx512;
+}
 
 // One elementwise step on the scores: x = x op operand, or operand op x (operand_first).
 struct ScoreStep {
@@ -110,17 +121,12 @@ __attribute__((target_clones("avx2", "default"))) float softmax_numerator(float*
 // most 1e-45, and keeps NaN). Zero-masking forms with every lane set: the unmasked intrinsics
 // trip GCC 12's -Wuninitialized inside its own header.
 constexpr __mmask16 kAll = 0xFFFF;
-__attribute__((target("avx512f"))) float softmax_numerator_avx512(float* row, int64_t n) {
-  int64_t j = 0;
-  __m512 vmax = _mm512_set1_ps(-INFINITY);
-  for (; j + 16 <= n; j += 16) vmax = _mm512_maskz_max_ps(kAll, vmax, _mm512_loadu_ps(row + j));
-  float lanes[16];
-  _mm512_storeu_ps(lanes, vmax);
-  float m = *std::max_element(lanes, lanes + 16);
-  for (; j < n; ++j) m = std::max(m, row[j]);
+// x = exp(x - m) in place for the n values of row; returns their sum.
+__attribute__((target("avx512f"))) float exp_shifted_avx512(float* row, int64_t n, float m) {
   const __m512 shift = _mm512_set1_ps(m), floor = _mm512_set1_ps(-104.0f);
   __m512 vsum = _mm512_setzero_ps();
-  for (j = 0; j + 16 <= n; j += 16) {
+  int64_t j = 0;
+  for (; j + 16 <= n; j += 16) {
     const __m512 x = _mm512_maskz_max_ps(kAll, floor, _mm512_sub_ps(_mm512_loadu_ps(row + j), shift));  // NaN stays
     const __m512 k = _mm512_maskz_roundscale_ps(kAll, _mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
                                                 _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
@@ -137,6 +143,7 @@ __attribute__((target("avx512f"))) float softmax_numerator_avx512(float* row, in
     vsum = _mm512_add_ps(vsum, e);
     _mm512_storeu_ps(row + j, e);
   }
+  float lanes[16];
   _mm512_storeu_ps(lanes, vsum);
   float sum = 0;
   for (float lane : lanes) sum += lane;
@@ -147,10 +154,20 @@ __attribute__((target("avx512f"))) float softmax_numerator_avx512(float* row, in
   return sum;
 }
 
+__attribute__((target("avx512f"))) float softmax_numerator_avx512(float* row, int64_t n) {
+  int64_t j = 0;
+  __m512 vmax = _mm512_set1_ps(-INFINITY);
+  for (; j + 16 <= n; j += 16) vmax = _mm512_maskz_max_ps(kAll, vmax, _mm512_loadu_ps(row + j));
+  float lanes[16];
+  _mm512_storeu_ps(lanes, vmax);
+  float m = *std::max_element(lanes, lanes + 16);
+  for (; j < n; ++j) m = std::max(m, row[j]);
+  return exp_shifted_avx512(row, n, m);
+}
+
 // The row's softmax numerator in place, returning its sum, by the widest code this CPU runs.
 float softmax_row(float* row, int64_t n) {
-  static const bool avx512 = __builtin_cpu_supports("avx512f");
-  return avx512 ? softmax_numerator_avx512(row, n) : softmax_numerator(row, n);
+  return cpu_has_avx512() ? softmax_numerator_avx512(row, n) : softmax_numerator(row, n);
 }
 
 // f(row[j], o[j * stride]) updates row[j]; stride 0 broadcasts one value. 16 lanes at a time where
@@ -206,6 +223,174 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void divide_rows(fl
       std::memcpy(row + d, &x, sizeof x);
     }
     for (; d < cols; ++d) row[d] /= sums[r];
+  }
+}
+
+// korch's AVX-512 GEMM tiles. Scores: Kt is packed into panels of kPanelKeys keys, panel p holding
+// Kt[d, kPanelKeys p + c] at [d][c] (zero past the last key), so that one step of the reduction
+// over d reads three vectors of the panel and broadcasts one Q value per row: 24 accumulators
+// for kScoreTileRows x kPanelKeys scores, 24 FMAs per 11 loads.
+constexpr int kScoreTileRows = 8;
+constexpr int64_t kPanelKeys = 48;
+// E V: kValueTileRows rows x up to 64 output columns (4 vectors), over blocks of kValueBlockKeys
+// keys (that block of V stays in L1/L2 while every row of the score block passes over it).
+constexpr int kValueTileRows = 6;
+constexpr int64_t kValueBlockKeys = 256;
+
+// Lane masks of the three vectors of a panel of `keys` (<= kPanelKeys) valid keys.
+struct PanelMasks {
+  __mmask16 m[3];
+};
+PanelMasks panel_masks(int64_t keys) {
+  PanelMasks pm{};
+  for (int c = 0; c < 3; ++c) {
+    const int64_t lanes = std::clamp<int64_t>(keys - 16 * c, 0, 16);
+    pm.m[c] = static_cast<__mmask16>((1u << lanes) - 1);
+  }
+  return pm;
+}
+
+// s[r][0..keys) = alpha * sum_d q[r * q_rs + d * q_cs] panel[d][..] for R rows, over the first C
+// vectors of the panel (a last panel of few keys needs fewer); the 16 lanes of row_max[16 r ..]
+// take the maxima of the stored lanes.
+template <int R, int C>
+__attribute__((target("avx512f"))) void score_tile(const float* q, int64_t q_rs, int64_t q_cs, const float* panel,
+                                                   int64_t dk, float alpha, float* s, int64_t ld, PanelMasks pm,
+                                                   float* row_max) {
+  __m512 acc[R][C];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 3
+    for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps();
+  for (int64_t d = 0; d < dk; ++d) {
+    __m512 b[C];
+#pragma GCC unroll 3
+    for (int c = 0; c < C; ++c) b[c] = _mm512_loadu_ps(panel + d * kPanelKeys + 16 * c);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const __m512 a = _mm512_set1_ps(q[r * q_rs + d * q_cs]);
+#pragma GCC unroll 3
+      for (int c = 0; c < C; ++c) acc[r][c] = _mm512_fmadd_ps(a, b[c], acc[r][c]);
+    }
+  }
+  const __m512 scale = _mm512_set1_ps(alpha);
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+    __m512 m = _mm512_loadu_ps(row_max + 16 * r);
+#pragma GCC unroll 3
+    for (int c = 0; c < C; ++c) {
+      const __m512 x = _mm512_mul_ps(acc[r][c], scale);
+      _mm512_mask_storeu_ps(s + r * ld + 16 * c, pm.m[c], x);
+      m = _mm512_mask_max_ps(m, pm.m[c], m, x);
+    }
+    _mm512_storeu_ps(row_max + 16 * r, m);
+  }
+}
+
+// y[r][0..16 C) (+)= sum_j p[r * ldp + j] v[j * ldv + ..] over `keys` keys for R rows; the last of the
+// C vectors covers the lanes of `last`.
+template <int R, int C>
+__attribute__((target("avx512f"))) void value_tile(const float* p, int64_t ldp, const float* v, int64_t ldv,
+                                                   int64_t keys, float* y, int64_t ldy, __mmask16 last,
+                                                   bool accumulate) {
+  auto mask = [&](int c) { return c == C - 1 ? last : kAll; };
+  __m512 acc[R][C];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int c = 0; c < C; ++c)
+      acc[r][c] = accumulate ? _mm512_maskz_loadu_ps(mask(c), y + r * ldy + 16 * c) : _mm512_setzero_ps();
+  for (int64_t j = 0; j < keys; ++j) {
+    __m512 b[C];
+#pragma GCC unroll 4
+    for (int c = 0; c < C; ++c) b[c] = _mm512_maskz_loadu_ps(mask(c), v + j * ldv + 16 * c);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const __m512 a = _mm512_set1_ps(p[r * ldp + j]);
+#pragma GCC unroll 4
+      for (int c = 0; c < C; ++c) acc[r][c] = _mm512_fmadd_ps(a, b[c], acc[r][c]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int c = 0; c < C; ++c) _mm512_mask_storeu_ps(y + r * ldy + 16 * c, mask(c), acc[r][c]);
+}
+
+using ScoreTileFn = void (*)(const float*, int64_t, int64_t, const float*, int64_t, float, float*, int64_t, PanelMasks,
+                             float*);
+using ValueTileFn = void (*)(const float*, int64_t, const float*, int64_t, int64_t, float*, int64_t, __mmask16, bool);
+
+template <int C, int... R>
+constexpr std::array<ScoreTileFn, sizeof...(R)> score_tiles(std::integer_sequence<int, R...>) {
+  return {&score_tile<R + 1, C>...};
+}
+template <int C, int... R>
+constexpr std::array<ValueTileFn, sizeof...(R)> value_tiles(std::integer_sequence<int, R...>) {
+  return {&value_tile<R + 1, C>...};
+}
+// kScoreTiles[c - 1][r - 1] and kValueTiles[c - 1][r - 1]: the tile of r rows and c vectors.
+constexpr std::array<std::array<ScoreTileFn, kScoreTileRows>, 3> kScoreTiles = {
+    score_tiles<1>(std::make_integer_sequence<int, kScoreTileRows>()),
+    score_tiles<2>(std::make_integer_sequence<int, kScoreTileRows>()),
+    score_tiles<3>(std::make_integer_sequence<int, kScoreTileRows>())};
+constexpr std::array<std::array<ValueTileFn, kValueTileRows>, 4> kValueTiles = {
+    value_tiles<1>(std::make_integer_sequence<int, kValueTileRows>()),
+    value_tiles<2>(std::make_integer_sequence<int, kValueTileRows>()),
+    value_tiles<3>(std::make_integer_sequence<int, kValueTileRows>()),
+    value_tiles<4>(std::make_integer_sequence<int, kValueTileRows>())};
+
+// Panel p of Kt (element [d, j] at kt[d * d_stride + j * j_stride], dk x n) into out (dk x kPanelKeys).
+void pack_panel(const float* kt, int64_t d_stride, int64_t j_stride, int64_t dk, int64_t n, int64_t p, float* out) {
+  const int64_t j0 = p * kPanelKeys, keys = std::min(kPanelKeys, n - j0);
+  if (keys < kPanelKeys) std::fill(out, out + dk * kPanelKeys, 0.0f);
+  if (d_stride == 1) {  // Kt's columns (K's rows) contiguous
+    for (int64_t c = 0; c < keys; ++c) {
+      const float* from = kt + (j0 + c) * j_stride;
+      for (int64_t d = 0; d < dk; ++d) out[d * kPanelKeys + c] = from[d];
+    }
+  } else {
+    for (int64_t d = 0; d < dk; ++d) {
+      const float* from = kt + d * d_stride + j0 * j_stride;
+      for (int64_t c = 0; c < keys; ++c) out[d * kPanelKeys + c] = from[c * j_stride];
+    }
+  }
+}
+
+// The scores of `rows` query rows (q: row r, column d at q[r * q_rs + d * q_cs]) against every
+// packed panel, into s (rows x n, ld n); row_max[r] gets each row's maximum (lane_max: 16 floats
+// per row of scratch).
+void score_block(const float* q, int64_t q_rs, int64_t q_cs, const float* panels, int64_t dk, int64_t n, float alpha,
+                 int64_t rows, float* s, float* lane_max, float* row_max) {
+  std::fill(lane_max, lane_max + 16 * rows, -INFINITY);
+  const int64_t num_panels = (n + kPanelKeys - 1) / kPanelKeys;
+  for (int64_t p = 0; p < num_panels; ++p) {
+    const int64_t keys = std::min(kPanelKeys, n - p * kPanelKeys), vectors = (keys + 15) / 16;
+    const PanelMasks pm = panel_masks(keys);
+    const float* panel = panels + p * dk * kPanelKeys;
+    for (int64_t r = 0; r < rows; r += kScoreTileRows) {
+      const int64_t tile_rows = std::min<int64_t>(kScoreTileRows, rows - r);
+      kScoreTiles[vectors - 1][tile_rows - 1](q + r * q_rs, q_rs, q_cs, panel, dk, alpha, s + r * n + p * kPanelKeys, n,
+                                              pm, lane_max + 16 * r);
+    }
+  }
+  for (int64_t r = 0; r < rows; ++r) row_max[r] = *std::max_element(lane_max + 16 * r, lane_max + 16 * r + 16);
+}
+
+// y (rows x dv, ld ldy) = p (rows x n, ld n) v (n x dv, rows ldv apart, columns contiguous).
+void value_block(const float* p, int64_t n, const float* v, int64_t ldv, int64_t dv, int64_t rows, float* y,
+                 int64_t ldy) {
+  for (int64_t j0 = 0; j0 < n; j0 += kValueBlockKeys) {
+    const int64_t keys = std::min(kValueBlockKeys, n - j0);
+    for (int64_t c0 = 0; c0 < dv; c0 += 64) {
+      const int64_t cols = std::min<int64_t>(64, dv - c0), vectors = (cols + 15) / 16;
+      const __mmask16 last = static_cast<__mmask16>((1u << (cols - 16 * (vectors - 1))) - 1);
+      for (int64_t r = 0; r < rows; r += kValueTileRows) {
+        const int64_t tile_rows = std::min<int64_t>(kValueTileRows, rows - r);
+        kValueTiles[vectors - 1][tile_rows - 1](p + r * n + j0, n, v + j0 * ldv + c0, ldv, keys, y + r * ldy + c0, ldy,
+                                                last, j0 > 0);
+      }
+    }
   }
 }
 
@@ -315,13 +500,20 @@ class AttentionKernel final : public CompiledKernel {
       else
         steps_.push_back(std::move(s));
     }
-    const int64_t budget = kScoreBudgetFloats[std::clamp(k.schedule, 0, kVariants - 1)];
+    // Variants past the sgemm ones are the tiles; a plan made on an AVX-512 CPU still loads on one
+    // without (the sgemm kernel with the same budget, and describe() says so).
+    tiles_ = k.schedule >= kSgemmVariants && cpu_has_avx512();
+    const int64_t budget = kScoreBudgetFloats[std::max(k.schedule, 0) % kSgemmVariants];
     rows_ = std::clamp<int64_t>(budget / std::max<int64_t>(n_, 1), 1, m_);
+    if (tiles_ && rows_ > kScoreTileRows) rows_ -= rows_ % kScoreTileRows;
     const int views =
         !a.q_view.chain.empty() + !a.kt_view.chain.empty() + !a.v_view.chain.empty() + !a.y_view.chain.empty();
     description_ = str_cat("attention (fused softmax, ", rows_, " query rows x ", n_, " keys per block, ",
                            steps_.size(), " score steps, ", alpha_steps_.size(), " scales in alpha, ", views,
-                           " strided views", alpha_ != 1 ? ", Q scaled" : "", ", dnnl_sgemm)");
+                           " strided views", alpha_ != 1 ? ", Q scaled" : "",
+                           !tiles_           ? ", dnnl_sgemm)"
+                           : v_.trans == 'N' ? ", korch AVX-512 tiles)"
+                                             : ", korch AVX-512 score tiles, dnnl_sgemm for E V)");
     built_ = true;
   }
   bool built() const { return built_; }
@@ -347,28 +539,50 @@ class AttentionKernel final : public CompiledKernel {
     int failed = 0;
     const size_t threads = static_cast<size_t>(omp_get_max_threads());
     if (scratch_.size() < threads) scratch_.resize(threads);
+    const int64_t num_panels = (n_ + kPanelKeys - 1) / kPanelKeys, panel_floats = dk_ * kPanelKeys;
+    // Q's row r, column d at q_at[r * q_rs + d * q_cs]; Kt's [d, j] at kt_at[d * d_stride + j * j_stride].
+    const int64_t q_rs = q_.trans == 'N' ? q_.ld : 1, q_cs = q_.trans == 'N' ? 1 : q_.ld;
+    const int64_t d_stride = kt_.trans == 'N' ? kt_.ld : 1, j_stride = kt_.trans == 'N' ? 1 : kt_.ld;
 #pragma omp parallel reduction(| : failed)
     {
       std::vector<float>& scratch = scratch_[static_cast<size_t>(omp_get_thread_num())];
-      scratch.resize(static_cast<size_t>(rows_ * n_ + rows_));
+      const int64_t panel_total = tiles_ ? num_panels * panel_floats : 0;
+      scratch.resize(static_cast<size_t>(rows_ * n_ + 18 * rows_ + panel_total));
       float* scores = scratch.data();
       float* sums = scores + rows_ * n_;
+      float* row_max = sums + rows_;
+      float* lane_max = row_max + rows_;
+      float* panels = lane_max + 16 * rows_;  // tiles: Kt of batch entry `packed`, packed
+      int64_t packed = -1;
 #pragma omp for schedule(static)
       for (int64_t task = 0; task < tasks; ++task) {
         const int64_t b = task / blocks, r0 = (task % blocks) * rows_, rows = std::min(rows_, m_ - r0);
-        failed |= dnnl_sgemm(q_.trans, kt_.trans, rows, n_, dk_, alpha, q + q_.batch_offset[b] + r0 * q_.row_stride,
-                             q_.ld, kt + kt_.batch_offset[b], kt_.ld, 0.0f, scores, n_) != dnnl_success;
+        const float* q_rows = q + q_.batch_offset[b] + r0 * q_.row_stride;
+        if (tiles_ && packed != b) {  // a thread's tasks are consecutive: each packs its batch entries once
+          for (int64_t p = 0; p < num_panels; ++p)
+            pack_panel(kt + kt_.batch_offset[b], d_stride, j_stride, dk_, n_, p, panels + p * panel_floats);
+          packed = b;
+        }
+        if (tiles_)
+          score_block(q_rows, q_rs, q_cs, panels, dk_, n_, alpha, rows, scores, lane_max, row_max);
+        else
+          failed |= dnnl_sgemm(q_.trans, kt_.trans, rows, n_, dk_, alpha, q_rows, q_.ld, kt + kt_.batch_offset[b],
+                               kt_.ld, 0.0f, scores, n_) != dnnl_success;
         for (int64_t r = 0; r < rows; ++r) {
           float* row = scores + r * n_;
           for (const ScoreStep* s : steps)
             apply_step(s->op, s->operand_first, row,
                        static_cast<const float*>(inputs[s->input]) + s->batch_offset[b] + (r0 + r) * s->row_stride,
                        s->col_stride, n_);
-          sums[r] = softmax_row(row, n_);
+          // The tiles took each row's maximum on the way; steps change it.
+          sums[r] = tiles_ && steps.empty() ? exp_shifted_avx512(row, n_, row_max[r]) : softmax_row(row, n_);
         }
         float* out = y + y_.batch_offset[b] + r0 * y_.row_stride;
-        failed |= dnnl_sgemm('N', v_.trans, rows, dv_, n_, 1.0f, scores, n_, v + v_.batch_offset[b], v_.ld, 0.0f, out,
-                             y_.ld) != dnnl_success;
+        if (tiles_ && v_.trans == 'N')
+          value_block(scores, n_, v + v_.batch_offset[b], v_.ld, dv_, rows, out, y_.ld);
+        else
+          failed |= dnnl_sgemm('N', v_.trans, rows, dv_, n_, 1.0f, scores, n_, v + v_.batch_offset[b], v_.ld, 0.0f, out,
+                               y_.ld) != dnnl_success;
         divide_rows(out, y_.ld, sums, rows, dv_);
       }
     }
@@ -390,9 +604,12 @@ class AttentionKernel final : public CompiledKernel {
   Matrix q_, kt_, v_, y_;
   float alpha_ = 1;
   int64_t batch_ = 1, m_ = 0, n_ = 0, dk_ = 0, dv_ = 0, rows_ = 1;
-  std::vector<ScoreStep> alpha_steps_;       // leading steps that scale by one value
-  std::vector<ScoreStep> steps_;             // the others
-  std::vector<std::vector<float>> scratch_;  // per thread: a block's scores, then its row sums
+  bool tiles_ = false;                  // korch's AVX-512 tiles instead of dnnl_sgemm
+  std::vector<ScoreStep> alpha_steps_;  // leading steps that scale by one value
+  std::vector<ScoreStep> steps_;        // the others
+  // Per thread: a block's scores, row sums, row maxima, lane maxima, and for the tiles a batch
+  // entry's packed Kt.
+  std::vector<std::vector<float>> scratch_;
   std::string description_;
   bool built_ = false;
 };
@@ -405,7 +622,9 @@ bool attention_supports(const PrimGraph& g, const Kernel& k, std::string* why_no
   return false;
 }
 
-int attention_schedule_variants(const PrimGraph& /*g*/, const Kernel& /*k*/) { return kVariants; }
+int attention_schedule_variants(const PrimGraph& /*g*/, const Kernel& /*k*/) {
+  return cpu_has_avx512() ? 2 * kSgemmVariants : kSgemmVariants;
+}
 
 std::unique_ptr<CompiledKernel> compile_attention_kernel(const PrimGraph& g, const Kernel& k, std::string* why_not) {
   std::optional<AttentionPattern> a = attention_of_kernel(g, k);

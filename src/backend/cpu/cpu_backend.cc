@@ -20,7 +20,7 @@
 
 namespace korch::cpu {
 
-const char* const kCodegenVersion = "korch-codegen-17";
+const char* const kCodegenVersion = "korch-codegen-18";
 
 namespace {
 
