@@ -1,7 +1,7 @@
 // CudaContext (see cuda_context.h). The CUDA runtime is linked statically; it loads the driver
 // (libcuda.so.1) itself, so a machine without a driver gets cudaErrorInsufficientDriver from the
-// first call, which becomes one error line. cuBLASLt and cuDNN are linked dynamically: on a GPU
-// machine they may come from the nvidia-* pip packages (LD_LIBRARY_PATH).
+// first call, which becomes one error line. cuDNN is linked dynamically and cuBLASLt opened here
+// (cublaslt_loader.h): on a GPU machine they may come from the nvidia-* pip packages (LD_LIBRARY_PATH).
 #include "backend/cuda/cuda_context.h"
 
 #include <dlfcn.h>
@@ -11,6 +11,7 @@
 #include <mutex>
 #include <vector>
 
+#include "backend/cuda/cublaslt_loader.h"
 #include "util/error.h"
 
 namespace korch::cuda {
@@ -89,6 +90,7 @@ CudaContext::CudaContext() {
   check_cuda(cudaDriverGetVersion(&device_.driver_version), "cudaDriverGetVersion");
   check_cuda(cudaRuntimeGetVersion(&device_.runtime_version), "cudaRuntimeGetVersion");
   check_cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+  if (const std::string why = cublaslt_load_error(); !why.empty()) fail("cuBLASLt: ", why);
   check_cublas(cublasLtCreate(&cublaslt_), "cublasLtCreate");
   check_cudnn(cudnnCreate(&cudnn_), "cudnnCreate");
   check_cudnn(cudnnSetStream(cudnn_, stream_), "cudnnSetStream");
