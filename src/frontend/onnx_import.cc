@@ -98,21 +98,12 @@ std::vector<std::string> importable_onnx_ops() {
   return ops;
 }
 
-ImportedModel import_onnx_file(const std::string& path, const ImportOptions& options) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) fail("cannot open model file '", path, "'");
-  std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  if (bytes.empty()) fail("'", path, "' is empty, not an ONNX model");
-  onnx::ModelProto model;
-  if (!model.ParseFromString(bytes))
-    fail("'", path, "' is not a valid ONNX model (protobuf parse failed: truncated or corrupt file?)");
-  if (!model.has_graph()) fail("'", path, "' has no graph: not an ONNX model");
-  auto slash = path.find_last_of('/');
-  return import_onnx_model(model, slash == std::string::npos ? "." : path.substr(0, slash), options);
-}
+namespace {
 
-ImportedModel import_onnx_model(const onnx::ModelProto& model, const std::string& base_dir,
-                                const ImportOptions& options) {
+// import_onnx_model; with `release` (the same model, owned by the caller), each initializer's raw
+// bytes are freed once they are a TensorData, so that the weights are held once, not twice.
+ImportedModel import_model(const onnx::ModelProto& model, onnx::ModelProto* release, const std::string& base_dir,
+                           const ImportOptions& options) {
   ImportedModel result;
   result.opset = default_domain_opset(model);
   result.producer = model.producer_name() + " " + model.producer_version();
@@ -120,12 +111,15 @@ ImportedModel import_onnx_model(const onnx::ModelProto& model, const std::string
   PrimGraph& g = result.graph;
   Scope names;
 
-  for (const auto& init : graph.initializer()) {
+  for (int i = 0; i < graph.initializer_size(); ++i) {
+    const onnx::TensorProto& init = graph.initializer(i);
     if (init.name().empty()) fail("an initializer has no name");
     auto value =
         std::make_shared<const TensorData>(tensor_from_proto(init, base_dir, "initializer '" + init.name() + "'"));
     if (is_floating(value->dtype())) result.num_parameters += value->size();
     names.bind(init.name(), g.add_constant(init.name(), std::move(value)));
+    // clear_raw_data() would keep the string's capacity: swap it out instead.
+    if (release) std::string().swap(*release->mutable_graph()->mutable_initializer(i)->mutable_raw_data());
   }
   std::set<std::string> known_inputs;
   for (const auto& vi : graph.input()) {
@@ -170,6 +164,25 @@ ImportedModel import_onnx_model(const onnx::ModelProto& model, const std::string
   if (options.rewrite) result.graph = rewrite_graph(result.graph, &result.rewrites);
   verify_graph_or_throw(result.graph);
   return result;
+}
+
+}  // namespace
+
+ImportedModel import_onnx_file(const std::string& path, const ImportOptions& options) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) fail("cannot open model file '", path, "'");
+  if (f.peek() == std::ifstream::traits_type::eof()) fail("'", path, "' is empty, not an ONNX model");
+  onnx::ModelProto model;  // parsed from the stream: the file's bytes are not held beside it
+  if (!model.ParseFromIstream(&f))
+    fail("'", path, "' is not a valid ONNX model (protobuf parse failed: truncated or corrupt file?)");
+  if (!model.has_graph()) fail("'", path, "' has no graph: not an ONNX model");
+  auto slash = path.find_last_of('/');
+  return import_model(model, &model, slash == std::string::npos ? "." : path.substr(0, slash), options);
+}
+
+ImportedModel import_onnx_model(const onnx::ModelProto& model, const std::string& base_dir,
+                                const ImportOptions& options) {
+  return import_model(model, nullptr, base_dir, options);
 }
 
 }  // namespace korch

@@ -63,6 +63,25 @@ TEST_F(ImportTest, ImportsAStaticModel) {
   EXPECT_EQ(m.graph.num_prims(), 1);
 }
 
+TEST_F(ImportTest, FileImportFreesRawBytesButKeepsEveryWeight) {
+  // import_onnx_file frees each initializer's raw bytes once converted; the weights must be the
+  // in-memory import's, bit for bit (several initializers, one of them read by two nodes).
+  OnnxBuilder b(13);
+  b.input("x", {2, 3}).output("y");
+  b.initializer("w", TensorData::from_f64(DType::F32, {3, 4}, {1, -2, 3.5, 4, 5, 6, -7, 8, 9, 10, 11, 0.25}));
+  b.initializer("bias", TensorData::from_f64(DType::F32, {4}, {0.5, -1, 2, 3}));
+  b.node("MatMul", {"x", "w"}, {"xw"});
+  b.node("Add", {"xw", "bias"}, {"h"});
+  b.node("Add", {"h", "bias"}, {"y"});
+  ImportedModel from_file = import_onnx_file(write("m.onnx", b.bytes()));
+  ImportedModel from_memory = import_onnx_model(b.model(), dir_.string());
+  const std::vector<TensorData> x = {TensorData::from_f64(DType::F32, {2, 3}, {1, 2, 3, -1, 0.5, 4})};
+  const TensorData a = reference::run_graph(from_file.graph, x)[0], c = reference::run_graph(from_memory.graph, x)[0];
+  ASSERT_EQ(a.size(), c.size());
+  for (int64_t i = 0; i < a.size(); ++i) EXPECT_EQ(a.get_f64(i), c.get_f64(i)) << i;
+  EXPECT_EQ(from_file.num_parameters, 16);
+}
+
 TEST_F(ImportTest, GarbageAndTruncatedFiles) {
   expect_error(write("garbage.onnx", std::string("\xff\xff\xff\xff not a model", 18)), {"not a valid ONNX model"});
   expect_error(write("empty.onnx", ""), {"empty"});
