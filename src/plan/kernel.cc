@@ -1,7 +1,9 @@
-// make_kernel: sink, external inputs and structural hash of a primitive set; has_kernel_dtypes.
+// make_kernel: sink, external inputs and structural hash of a primitive set; small_integer_exponent;
+// has_kernel_dtypes.
 #include "plan/kernel.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "ir/printer.h"
 #include "util/error.h"
@@ -34,7 +36,20 @@ Kernel make_kernel(const PrimGraph& g, std::vector<PrimId> prims) {
     }
   if (sinks != 1) fail("a kernel must have exactly one sink, this set of ", prims.size(), " primitives has ", sinks);
   k.hash = structural_hash(g, prims);
+  for (PrimId p : k.prims)
+    if (std::optional<int> n = small_integer_exponent(g, g.prim(p)))
+      k.hash = (k.hash ^ (static_cast<uint64_t>(p - k.prims.front()) << 8 | static_cast<uint64_t>(*n))) *
+               1099511628211ULL;  // FNV-1a's prime: mixes in the position and the exponent
   return k;
+}
+
+std::optional<int> small_integer_exponent(const PrimGraph& g, const Primitive& prim) {
+  if (prim.op != PrimOp::Pow || prim.inputs.size() != 2) return std::nullopt;
+  const TensorInfo& e = g.tensor(prim.inputs[1]);
+  if (!e.is_constant() || num_elements(e.shape) != 1 || !is_floating(e.dtype)) return std::nullopt;
+  const double v = e.constant->get_f64(0);
+  if (v < 1 || v > 4 || v != std::floor(v)) return std::nullopt;
+  return static_cast<int>(v);
 }
 
 bool has_kernel_dtypes(const PrimGraph& g, const Kernel& k, std::string* why_not) {

@@ -5,6 +5,8 @@
 #include <memory>
 #include <random>
 
+#include "util/error.h"
+
 namespace korch {
 
 namespace {
@@ -203,6 +205,18 @@ std::vector<KernelCase> memory_bound_kernel_cases() {
                     PrimGraph g;
                     TensorId x = g.add_input("x", DType::F32, {3, 37});
                     g.mark_output(g.add_primitive(op, {x}, {}));
+                    return g;
+                  }});
+  }
+  // Pow by a constant: small integer exponents expand into multiplications (small_integer_exponent),
+  // others take the general pow; negative bases with the integer exponents.
+  for (float exponent : {2.0f, 3.0f, 0.5f, 2.5f}) {
+    cs.push_back({str_cat("pow by the constant ", exponent), [exponent] {
+                    PrimGraph g;
+                    TensorId x = g.add_input("x", DType::F32, {3, 37});
+                    if (exponent != std::floor(exponent)) x = g.add_primitive(PrimOp::Abs, {x}, {});
+                    TensorId e = g.add_constant("e", std::make_shared<TensorData>(TensorData::scalar_f32(exponent)));
+                    g.mark_output(g.add_primitive(PrimOp::Pow, {x, e}, {}));
                     return g;
                   }});
   }

@@ -184,6 +184,11 @@ Expr Generator::elementwise(const Primitive& prim, const std::vector<Expr>& idx,
       return a[0] / a[1];
     case PrimOp::Pow:
       if (!fp || !is_floating(g_.tensor(prim.inputs[1]).dtype)) throw Unsupported{"integer Pow"};
+      if (std::optional<int> n = small_integer_exponent(g_, prim)) {  // x * x ...: NaN, inf and signs as pow's
+        Expr r = a[0];
+        for (int i = 1; i < *n; ++i) r = r * a[0];
+        return r;
+      }
       return Halide::pow(a[0], a[1]);
     case PrimOp::Max: return Halide::max(a[0], a[1]);
     case PrimOp::Min: return Halide::min(a[0], a[1]);
