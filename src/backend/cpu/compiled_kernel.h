@@ -74,7 +74,8 @@ Halide::Target halide_target();
 // a kernel is called with (no_asserts), unless KORCH_HALIDE_ASSERTS=1. A JIT kernel makes every
 // buffer it passes from the shapes and layouts its pipeline was built for, so the checks can
 // only fail on a bug that verification against the reference catches; dropping them cuts a
-// quarter of each compilation. Exported (ahead-of-time) kernels keep them.
+// quarter of each compilation. Exported (ahead-of-time) kernels keep them. No bounds-query mode
+// either (no_bounds_query): korch never asks a pipeline for the bounds it needs.
 Halide::Target halide_jit_target();
 // Which of a Halide kernel's tensors are stored in an activation layout of oneDNN's instead of
 // dense (nchw): one flag per k.inputs entry and one for the output, all in one `format`:

@@ -170,6 +170,7 @@ class HalideKernel : public CompiledKernel {
 Halide::Target halide_jit_target() {
   const char* asserts = std::getenv("KORCH_HALIDE_ASSERTS");
   Halide::Target t = halide_target();
+  t = t.with_feature(Halide::Target::NoBoundsQuery);
   if (asserts && std::strcmp(asserts, "1") == 0) return t;
   return t.with_feature(Halide::Target::NoAsserts);
 }
