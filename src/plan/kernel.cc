@@ -36,9 +36,9 @@ Kernel make_kernel(const PrimGraph& g, std::vector<PrimId> prims) {
     }
   if (sinks != 1) fail("a kernel must have exactly one sink, this set of ", prims.size(), " primitives has ", sinks);
   k.hash = structural_hash(g, prims);
-  for (PrimId p : k.prims)
-    if (std::optional<int> n = small_integer_exponent(g, g.prim(p)))
-      k.hash = (k.hash ^ (static_cast<uint64_t>(p - k.prims.front()) << 8 | static_cast<uint64_t>(*n))) *
+  for (size_t i = 0; i < k.prims.size(); ++i)  // the position in the set, as structural_hash numbers them
+    if (std::optional<int> n = small_integer_exponent(g, g.prim(k.prims[i])))
+      k.hash = (k.hash ^ (static_cast<uint64_t>(i) << 8 | static_cast<uint64_t>(*n))) *
                1099511628211ULL;  // FNV-1a's prime: mixes in the position and the exponent
   return k;
 }

@@ -131,8 +131,9 @@ int schedule_variants(const PrimGraph& g, const Kernel& k);
 // epilogue as oneDNN 2.6 primitives with post-ops.
 std::unique_ptr<CompiledKernel> compile_onednn_kernel(const PrimGraph& g, const Kernel& k, std::string* why_not);
 // Kernels with two Linear primitives: the fused softmax attention of plan/attention_pattern.h
-// (scores kept per block of query rows, GEMMs by oneDNN's sgemm); any other such kernel is
-// refused. Variants: the per-thread score buffer's size.
+// (scores kept per block of query rows); any other such kernel is refused. Variants: the GEMMs
+// by oneDNN's sgemm (0-1) or, on AVX-512 CPUs, korch's register tiles (2-3), each with two sizes
+// of the per-thread score buffer.
 bool attention_supports(const PrimGraph& g, const Kernel& k, std::string* why_not);
 int attention_schedule_variants(const PrimGraph& g, const Kernel& k);
 std::unique_ptr<CompiledKernel> compile_attention_kernel(const PrimGraph& g, const Kernel& k, std::string* why_not);

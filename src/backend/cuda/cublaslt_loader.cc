@@ -9,7 +9,6 @@
 #include <cublasLt.h>
 #include <dlfcn.h>
 
-#include <mutex>
 #include <string>
 
 namespace {
@@ -19,18 +18,20 @@ struct Library {
   std::string error;
 };
 
+// Never destroyed: the CUDA context's destructor may make the first call of a forwarder at exit,
+// after function-local statics constructed later than it are gone.
 const Library& library() {
-  static Library lib;
-  static std::once_flag once;
-  std::call_once(once, [] {
+  static const Library* lib = [] {
+    auto* l = new Library;
     const std::string name = "libcublasLt.so." + std::to_string(CUBLAS_VER_MAJOR);
-    lib.handle = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!lib.handle) {
+    l->handle = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!l->handle) {
       const char* why = dlerror();
-      lib.error = "cannot load " + name + ": " + (why ? why : "dlopen failed");
+      l->error = "cannot load " + name + ": " + (why ? why : "dlopen failed");
     }
-  });
-  return lib;
+    return l;
+  }();
+  return *lib;
 }
 
 // The library's own `name` (never these forwarders: the library is opened RTLD_LOCAL and searched
