@@ -2,12 +2,13 @@
 // BERT-base and a representative set of ResNet-50's convolutions, each a single kernel as korch's
 // fission makes it from the ONNX operator (MatMul + bias Add with constant weights and bias, Conv +
 // bias, the attention's batched MatMul of two activations) and the fused softmax attention of
-// those models and of long-sequence encoders, run in every schedule variant the CPU backend offers (so implementations
-// added to the backend appear here unchanged). Each variant is checked against the reference executor once, then timed
-// in interleaved rounds with warm caches (the kernel over and over, as a GEMM benchmark and ONNX Runtime's
-// single-operator run see it); reported: median ms, GFLOP/s (2 x multiply-adds of both GEMMs; the bias, the softmax's
-// exp and divisions not counted) and % of the FMA peak. Usage: korch_linear_limits [--threads 2] [--rounds 31] [--only
-// TEXT] [--json FILE]
+// those models and of long-sequence encoders, run in every schedule variant the CPU backend
+// offers (so implementations added to the backend appear here unchanged). Each variant is checked
+// against the reference executor once, then timed in interleaved rounds with warm caches (the
+// kernel over and over, as a GEMM benchmark and ONNX Runtime's single-operator run see it);
+// reported: median ms, GFLOP/s (2 x multiply-adds, of both GEMMs for the attention; the bias, the
+// softmax's exp and divisions not counted) and % of the FMA peak.
+// Usage: korch_linear_limits [--threads 2] [--rounds 31] [--only TEXT] [--json FILE]
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cmath>

@@ -1,5 +1,5 @@
-// make_kernel: sink, external inputs and structural hash of a primitive set; small_integer_exponent;
-// has_kernel_dtypes.
+// make_kernel: sink, external inputs and structural hash of a primitive set; the small integer
+// constants code generators specialise on; has_kernel_dtypes.
 #include "plan/kernel.h"
 
 #include <algorithm>
@@ -43,13 +43,16 @@ Kernel make_kernel(const PrimGraph& g, std::vector<PrimId> prims) {
   return k;
 }
 
-std::optional<int> small_integer_exponent(const PrimGraph& g, const Primitive& prim) {
-  if (prim.op != PrimOp::Pow || prim.inputs.size() != 2) return std::nullopt;
-  const TensorInfo& e = g.tensor(prim.inputs[1]);
-  if (!e.is_constant() || num_elements(e.shape) != 1 || !is_floating(e.dtype)) return std::nullopt;
-  const double v = e.constant->get_f64(0);
+std::optional<int> small_integer_constant(const TensorInfo& t) {
+  if (!t.is_constant() || num_elements(t.shape) != 1 || !is_floating(t.dtype)) return std::nullopt;
+  const double v = t.constant->get_f64(0);
   if (v < 1 || v > 4 || v != std::floor(v)) return std::nullopt;
   return static_cast<int>(v);
+}
+
+std::optional<int> small_integer_exponent(const PrimGraph& g, const Primitive& prim) {
+  if (prim.op != PrimOp::Pow || prim.inputs.size() != 2) return std::nullopt;
+  return small_integer_constant(g.tensor(prim.inputs[1]));
 }
 
 bool has_kernel_dtypes(const PrimGraph& g, const Kernel& k, std::string* why_not) {

@@ -24,10 +24,14 @@ struct Kernel {
 // sink (one primitive whose output no other member consumes).
 Kernel make_kernel(const PrimGraph& g, std::vector<PrimId> prims);
 
-// The exponent of a Pow primitive whose exponent is a single constant with an integer value in
-// [1, 4] (code generators expand pow(x, n) into n - 1 multiplications instead of the general
-// pow's exp and log); nullopt for any other primitive or exponent. Kernel hashes include it, so
-// that kernels differing only in such an exponent are profiled and cached apart.
+// The value of a tensor that is a single floating-point constant with an integer value in [1, 4]
+// (the constants code generators specialise on); nullopt for any other tensor.
+std::optional<int> small_integer_constant(const TensorInfo& t);
+
+// The exponent of a Pow primitive whose exponent is a small_integer_constant (code generators
+// expand pow(x, n) into n - 1 multiplications instead of the general pow's exp and log); nullopt
+// for any other primitive or exponent. Kernel hashes include it, so that kernels differing only
+// in such an exponent are profiled and cached apart.
 std::optional<int> small_integer_exponent(const PrimGraph& g, const Primitive& prim);
 
 // Whether every tensor the kernel reads or computes has a type the code-generating backends

@@ -7,11 +7,11 @@
 // Two implementations of the GEMMs, each a pair of schedule variants (the score buffer's budget
 // per thread): oneDNN's dnnl_sgemm, single-threaded inside the kernel's OpenMP loop over (batch
 // entry, row block), which packs Kt and V again for every block; and, where the CPU has AVX-512,
-// korch's register-tiled micro-kernels: Kt packed once per batch entry and thread into panels of 48 keys, an 8x48
-// tile of scores per step with the row maxima taken while the tile is in registers, and E V in
-// 6x64 tiles over blocks of 256 keys read straight from V's rows. Leading scalar scales of the
-// scores become the first GEMM's alpha. Each row's steps, max, exp and sum run while the row is
-// in L1, the exp with AVX-512 where the CPU has it.
+// korch's register-tiled micro-kernels: Kt packed once per batch entry and thread into panels of
+// 48 keys, an 8x48 tile of scores per step with the row maxima taken while the tile is in
+// registers, and E V in 6x64 tiles over blocks of 256 keys read straight from V's rows. Leading
+// scalar scales of the scores become the first GEMM's alpha. Each row's steps, max, exp and sum
+// run while the row is in L1, the exp with AVX-512 where the CPU has it.
 // Also compile_library_kernel, the dispatch korch and exported packages share for kernels with
 // Linear primitives.
 #include <dnnl.h>

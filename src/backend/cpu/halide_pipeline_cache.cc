@@ -10,7 +10,6 @@
 // structure with exact extents. Compilations run outside the lock; a request for a key being
 // compiled waits for it. The most recently requested kMaxCachedPipelines pipelines are kept.
 #include <chrono>
-#include <cmath>
 #include <future>
 #include <list>
 #include <mutex>
@@ -47,12 +46,9 @@ std::string tensor_key(const TensorInfo& t, bool symbolic, int vector) {
   std::string s = str_cat(dtype_name(t.dtype), "[");
   for (int64_t e : t.shape) s += symbolic ? extent_class(e, vector) : str_cat(e, ",");
   s += "]";
-  // The constant values the lowering reads: a single 1 (softplus recognises Log(Add(Exp(x), 1))) and
-  // Pow's small integer exponents (small_integer_exponent), all of them single values 1 to 4.
-  if (t.is_constant() && num_elements(t.shape) == 1) {
-    const double v = t.constant->get_f64(0);
-    if (v >= 1 && v <= 4 && v == std::floor(v)) s += str_cat("=", static_cast<int>(v));
-  }
+  // The constant values the lowering reads, all small_integer_constants: a single 1 (softplus
+  // recognises Log(Add(Exp(x), 1))) and Pow's small integer exponents.
+  if (std::optional<int> v = small_integer_constant(t)) s += str_cat("=", *v);
   return s;
 }
 
