@@ -49,6 +49,10 @@ class CompiledKernel : public korch::CompiledKernel {
   virtual std::string output_format() const { return ""; }
   virtual std::string input_format(int /*input*/) const { return ""; }
   virtual bool use_format(const std::string& /*format*/, bool /*apply*/) { return false; }
+  // Whether one tensor (input `input`, or the output for -1) can be switched to `format` alone,
+  // the kernel's other tensors keeping theirs; with apply, it is. Halide kernels can where
+  // formats_mix allows (a mix of nhwc and this CPU's blocked format).
+  virtual bool use_tensor_format(int /*input*/, const std::string& /*format*/, bool /*apply*/) { return false; }
   // Whether the kernel takes its layouts through strides (Halide's channels-last candidates):
   // link_layouts switches such a kernel to its oneDNN neighbours' format (use_format) and links
   // its tensors where the layouts then match, but never rebuilds oneDNN kernels for it (nChw16c
@@ -78,19 +82,31 @@ Halide::Target halide_target();
 // either (no_bounds_query): korch never asks a pipeline for the bounds it needs.
 Halide::Target halide_jit_target();
 // Which of a Halide kernel's tensors are stored in an activation layout of oneDNN's instead of
-// dense (nchw): one flag per k.inputs entry and one for the output, all in one `format`:
-// "nhwc" (channels last) or "nChw8c" / "nChw16c" (channels blocked by 8 / 16, the block
-// innermost; only for tensors whose channel count the block divides, so nothing is padded).
-// Empty flags: all dense.
+// dense (nchw): one flag per k.inputs entry and one for the output, in `format`: "nhwc"
+// (channels last) or "nChw8c" / "nChw16c" (channels blocked by 8 / 16, the block innermost;
+// only for tensors whose channel count the block divides, so nothing is padded). An input may
+// name another format in input_formats, where the kernel mixes nhwc and this CPU's blocked format
+// (mixes_formats: a channel vector of the block's width is contiguous in both, so the mix costs
+// no gather). Empty flags: all dense.
 struct HalideLayouts {
   std::vector<char> inputs;
   bool output = false;
-  std::string format = "nhwc";
+  std::string format = "nhwc";  // the output's, and each input's that input_formats leaves empty
+  std::vector<std::string> input_formats;
   // A kernel ending in a channel Concat: linked only channel-blocked, where its output is written
   // one piece at a time (each piece whole channel blocks); nhwc would gather.
   bool blocked_only = false;
   bool any() const;
+  // The format input i is stored in when its flag is set.
+  const std::string& input_format(size_t i) const;
+  // Whether some input is stored in another format than `format` (each then nhwc or blocked).
+  bool mixes_formats() const;
+  // A short text of the flags and formats (cache keys and descriptions).
+  std::string summary() const;
 };
+// Whether a Halide kernel may hold tensors in both `a` and `b`: equal formats, or nhwc and this
+// CPU's blocked format (whose block is the channel vector the channels-last schedules load).
+bool formats_mix(const std::string& a, const std::string& b);
 bool build_halide_pipeline(const PrimGraph& g, const Kernel& k, const Halide::Target& target,
                            Halide::Pipeline* pipeline, std::vector<Halide::ImageParam>* params,
                            std::string* description, std::string* why_not, const HalideLayouts& layouts = {});

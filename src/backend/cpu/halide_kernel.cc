@@ -55,11 +55,12 @@ Halide::Buffer<> wrap(const TensorInfo& t, const void* data, bool in_layout = fa
 }
 
 // A JIT-compiled Halide kernel. Its channels-last candidates (channels_last_candidates) take
-// part in layout linking like oneDNN's activations: each reports its layout in the kernel's one
-// format (nhwc unless use_format chose nChw8c / nChw16c, oneDNN's blocked layouts), and a tensor
-// that link_layouts keeps in it is read or written through strides (a 5-D view for the blocked
-// ones). The pipeline is rebuilt (once, on the next run) for the kept layouts; nothing is ever
-// reordered.
+// part in layout linking like oneDNN's activations: each reports its layout in its format (the
+// kernel's one format, nhwc unless use_format chose nChw8c / nChw16c, oneDNN's blocked layouts;
+// or, after use_tensor_format, nhwc for some tensors and this CPU's blocked format for others),
+// and a tensor that link_layouts keeps in it is read or written through strides (a 5-D view for
+// the blocked ones). The pipeline is rebuilt (once, on the next run) for the kept layouts;
+// nothing is ever reordered.
 class HalideKernel : public CompiledKernel {
  public:
   HalideKernel(const PrimGraph& g, const Kernel& k, const Halide::Target& target, CompiledPipeline compiled,
@@ -81,16 +82,23 @@ class HalideKernel : public CompiledKernel {
     if (!same_layouts(kept_, built_)) rebuild();  // a kept layout changed since the last build
     std::lock_guard<std::mutex> lock(*compiled_.running);
     for (size_t i = 0; i < compiled_.params.size(); ++i)
-      compiled_.params[i].set(wrap(inputs_[i], inputs[i], kept_.inputs[i], kept_.format));
+      compiled_.params[i].set(wrap(inputs_[i], inputs[i], kept_.inputs[i], kept_.input_format(i)));
     Halide::Buffer<> out = wrap(output_, output, kept_.output, kept_.format);
     compiled_.pipeline.realize(Halide::Realization({out}));
   }
   std::string describe() const override {
-    std::string kept;
-    for (char c : kept_.inputs)
-      if (c) kept = "in";
-    if (kept_.output) kept += kept.empty() ? "out" : "/out";
-    return kept.empty() ? description_ : description_ + " [" + kept_.format + " " + kept + " kept]";
+    std::string in_format;  // the kept inputs' format, "mixed" when they differ
+    for (size_t i = 0; i < kept_.inputs.size(); ++i)
+      if (kept_.inputs[i])
+        in_format = in_format.empty() || in_format == kept_.input_format(i) ? kept_.input_format(i) : "mixed";
+    if (in_format.empty() && !kept_.output) return description_;
+    if (in_format.empty() || !kept_.output || in_format == kept_.format)
+      return description_ + " [" + (in_format.empty() ? kept_.format : in_format) + " " +
+             (in_format.empty() ? "out"
+              : kept_.output    ? "in/out"
+                                : "in") +
+             " kept]";
+    return description_ + " [" + in_format + " in/" + kept_.format + " out kept]";
   }
 
   std::string output_layout() const override {
@@ -98,7 +106,8 @@ class HalideKernel : public CompiledKernel {
   }
   int64_t output_layout_bytes() const override { return candidates_.output ? dense_bytes(output_) : 0; }
   std::string input_layout(int input) const override {
-    return candidates_.inputs.at(input) ? activation_layout_key(inputs_[input].shape, candidates_.format) : "";
+    return candidates_.inputs.at(input) ? activation_layout_key(inputs_[input].shape, candidates_.input_format(input))
+                                        : "";
   }
   int64_t input_layout_bytes(int input) const override {
     return candidates_.inputs.at(input) ? dense_bytes(inputs_[input]) : 0;
@@ -112,20 +121,51 @@ class HalideKernel : public CompiledKernel {
     kept_.output = true;
   }
   std::string output_format() const override { return candidates_.output ? candidates_.format : ""; }
-  std::string input_format(int input) const override { return candidates_.inputs.at(input) ? candidates_.format : ""; }
+  std::string input_format(int input) const override {
+    return candidates_.inputs.at(input) ? candidates_.input_format(input) : "";
+  }
   // Switches every candidate tensor to `format` (nhwc, nChw8c, nChw16c) while none is kept in
   // another one; blocked formats need every candidate's channel count to be a multiple of the
   // block. The pipeline is rebuilt when a tensor is kept.
   bool use_format(const std::string& format, bool apply) override {
     int block = channel_block(format);
     if (block < 0 || !candidates_.any()) return false;
-    if (format == candidates_.format) return true;
+    if (format == candidates_.format && !candidates_.mixes_formats()) return true;
     if (kept_.any()) return false;
     for (size_t i = 0; i < inputs_.size(); ++i)
       if (candidates_.inputs[i] && !takes_format(inputs_[i].shape, format)) return false;
     if (candidates_.output && !takes_format(output_.shape, format)) return false;
     if (candidates_.blocked_only && !output_concat_takes_format(*graph_, kernel_, format)) return false;
-    if (apply) candidates_.format = kept_.format = format;
+    if (apply) {
+      candidates_.format = format;
+      candidates_.input_formats.clear();
+      kept_.format = candidates_.format;
+      kept_.input_formats = candidates_.input_formats;
+    }
+    return true;
+  }
+  // Switches one candidate tensor (an input, or the output for -1) to `format` while none is
+  // kept, where every candidate's format then mixes with every other's (formats_mix); not in a
+  // kernel ending in a channel Concat (its pieces are written in one blocked format).
+  bool use_tensor_format(int input, const std::string& format, bool apply) override {
+    if (candidates_.blocked_only || kept_.any()) return false;
+    bool is_output = input < 0;
+    if (is_output ? !candidates_.output : !candidates_.inputs.at(input)) return false;
+    if (!takes_format(is_output ? output_.shape : inputs_[input].shape, format)) return false;
+    HalideLayouts next = candidates_;
+    next.input_formats.resize(inputs_.size());
+    for (size_t i = 0; i < inputs_.size(); ++i) next.input_formats[i] = candidates_.input_format(i);
+    (is_output ? next.format : next.input_formats[input]) = format;
+    for (std::string& f : next.input_formats)
+      if (f == next.format) f.clear();
+    for (size_t i = 0; i < inputs_.size(); ++i)
+      if (next.inputs[i] && !formats_mix(next.input_format(i), format)) return false;
+    if (next.output && !formats_mix(next.format, format)) return false;
+    if (apply) {
+      candidates_ = next;
+      kept_.format = next.format;
+      kept_.input_formats = next.input_formats;
+    }
     return true;
   }
   bool layout_by_strides() const override { return true; }
@@ -139,15 +179,15 @@ class HalideKernel : public CompiledKernel {
   static int64_t dense_bytes(const TensorInfo& t) {
     return num_elements(t.shape) * static_cast<int64_t>(dtype_size(t.dtype));
   }
-  // Whether two layout choices build the same pipeline (with nothing kept, the format is moot).
+  // Whether two layout choices build the same pipeline (with nothing kept, the formats are moot).
   static bool same_layouts(const HalideLayouts& a, const HalideLayouts& b) {
     if (!a.any() && !b.any()) return true;
-    return a.inputs == b.inputs && a.output == b.output && a.format == b.format;
+    return a.summary() == b.summary();
   }
   void rebuild() {
     std::string why;
     KORCH_CHECK(compiled_pipeline(*graph_, kernel_, target_, kept_, &compiled_, &description_, &why),
-                "Halide kernel for the kept ", kept_.format, " layouts: ", why);
+                "Halide kernel for the kept layouts ", kept_.summary(), ": ", why);
     built_ = kept_;
   }
 
@@ -157,7 +197,7 @@ class HalideKernel : public CompiledKernel {
   CompiledPipeline compiled_;
   std::string description_;
   HalideLayouts candidates_;  // what may be linked, and in which format
-  HalideLayouts kept_;        // what is (same format)
+  HalideLayouts kept_;        // what is (same formats)
   HalideLayouts built_;       // what the pipeline is built for (a strided build survives a reset to dense)
   std::vector<TensorInfo> inputs_;
   TensorInfo output_;

@@ -91,6 +91,31 @@ bool HalideLayouts::any() const {
   return output || std::any_of(inputs.begin(), inputs.end(), [](char c) { return c != 0; });
 }
 
+const std::string& HalideLayouts::input_format(size_t i) const {
+  return i < input_formats.size() && !input_formats[i].empty() ? input_formats[i] : format;
+}
+
+bool HalideLayouts::mixes_formats() const {
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (inputs[i] && input_format(i) != format) return true;
+  return false;
+}
+
+std::string HalideLayouts::summary() const {
+  std::string s = format + (output ? " out" : "") + " in";
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    s += inputs[i] ? '1' : '0';
+    if (inputs[i] && input_format(i) != format) s += ":" + input_format(i);
+  }
+  return s;
+}
+
+bool formats_mix(const std::string& a, const std::string& b) {
+  if (a == b) return true;
+  const std::string blocked = native_blocked_format();
+  return (a == "nhwc" && b == blocked) || (a == blocked && b == "nhwc");
+}
+
 bool output_concat_takes_format(const PrimGraph& g, const Kernel& k, const std::string& format) {
   std::optional<PrimId> concat = halide_detail::output_channel_concat(g, k);
   if (!concat) return true;

@@ -25,26 +25,41 @@ struct ScheduledOutput {
   bool streamed = false;    // written through korch_stream_rows (the pipeline needs add_streaming_pass)
 };
 
-// The kernel inputs stored channel-blocked, with their block (none unless block > 0).
-std::map<TensorId, int> blocked_inputs(const Kernel& k, const HalideLayouts& layouts, int block) {
+// The kernel inputs stored channel-blocked, with their block.
+std::map<TensorId, int> blocked_inputs(const Kernel& k, const HalideLayouts& layouts) {
   std::map<TensorId, int> input_blocks;
-  for (size_t i = 0; i < k.inputs.size() && block > 0; ++i)
-    if (i < layouts.inputs.size() && layouts.inputs[i]) input_blocks[k.inputs[i]] = block;
+  for (size_t i = 0; i < k.inputs.size(); ++i)
+    if (i < layouts.inputs.size() && layouts.inputs[i] && channel_block(layouts.input_format(i)) > 0)
+      input_blocks[k.inputs[i]] = channel_block(layouts.input_format(i));
   return input_blocks;
 }
 
-// A kernel with tensors stored in layouts.format (block: its channel block, 0 for nhwc): the
-// inputs in it read through its strides, the output written in it channel-blocked, or else
-// (nhwc or dense) in the channels-last schedule.
+// The channel block of the kernel's blocked tensors (0 when none is blocked; one block per
+// kernel, mixed formats being nhwc and one blocked format); -1 for a format Halide kernels do not
+// take.
+int kernel_channel_block(const HalideLayouts& layouts) {
+  int block = layouts.output ? channel_block(layouts.format) : 0;
+  for (size_t i = 0; i < layouts.inputs.size(); ++i) {
+    if (!layouts.inputs[i]) continue;
+    int b = channel_block(layouts.input_format(i));
+    if (b < 0 || (b > 0 && block > 0 && b != block)) return -1;
+    block = std::max(block, b);
+  }
+  return block;
+}
+
+// A kernel with tensors stored in activation layouts (block: the channel block of its blocked
+// ones, 0 when all are nhwc): the inputs read through their strides, the output written
+// channel-blocked when its format is, or else (nhwc or dense) in the channels-last schedule.
 ScheduledOutput layout_output(const PrimGraph& g, const Kernel& k, Generator& gen, Func out,
                               const HalideLayouts& layouts, int block, int vector) {
   for (size_t i = 0; i < k.inputs.size(); ++i)
     if (i < layouts.inputs.size() && layouts.inputs[i])
-      store_in_layout(gen.params().at(k.inputs[i]), g.tensor(k.inputs[i]).shape, layouts.format);
+      store_in_layout(gen.params().at(k.inputs[i]), g.tensor(k.inputs[i]).shape, layouts.input_format(i));
   const Shape& shape = g.tensor(k.output).shape;
   int64_t channels = shape.size() >= 2 ? shape[1] : 1;
   std::string text;
-  if (block > 0 && layouts.output) {
+  if (channel_block(layouts.format) > 0 && layouts.output) {
     std::optional<PrimId> concat = output_channel_concat(g, k);
     Func blocked = concat ? blocked_concat_output(g, k, gen, *concat, layouts.format, channels, &text)
                           : blocked_output(out, layouts.format, gen, channels, &text);
@@ -62,7 +77,7 @@ ScheduledOutput layout_output(const PrimGraph& g, const Kernel& k, Generator& ge
     set_output_bounds(out, shape);
   }
   text = schedule_channels_last(out, shape, vector, width, layouts.output, gen);
-  if (block > 0) text += ", " + layouts.format + " inputs";
+  if (block > 0) text += str_cat(", nChw", block, "c inputs");
   return {out, text};
 }
 
@@ -111,9 +126,9 @@ bool build_halide_pipeline(const PrimGraph& g, const Kernel& k, const Halide::Ta
   using halide_detail::ScheduledOutput;
   return halide_detail::try_building(k, why_not, [&] {
     bool channels_last = layouts.any();
-    int block = channels_last ? channel_block(layouts.format) : 0;
-    if (block < 0) throw halide_detail::Unsupported{str_cat("activation layout ", layouts.format)};
-    Generator gen(g, k, channels_last, halide_detail::blocked_inputs(k, layouts, block));
+    int block = channels_last ? halide_detail::kernel_channel_block(layouts) : 0;
+    if (block < 0) throw halide_detail::Unsupported{str_cat("activation layouts ", layouts.summary())};
+    Generator gen(g, k, channels_last, halide_detail::blocked_inputs(k, layouts));
     Halide::Func values = gen.build();
     int vector = std::max(4, target.natural_vector_size(halide_detail::storage_type(g.tensor(k.output).dtype)));
     ScheduledOutput out = channels_last ? halide_detail::layout_output(g, k, gen, values, layouts, block, vector)

@@ -100,8 +100,7 @@ std::string pipeline_key(const PrimGraph& g, const Kernel& k, const HalideLayout
   *symbolic = builds_extent_free(g, k, layouts);
   std::string key = structure_key(g, k, *symbolic, vector) + str_cat("|schedule=", k.schedule, "|vector=", vector);
   if (layouts.any()) {
-    key += "|layout=" + layouts.format + (layouts.output ? " out" : "") + " in";
-    for (char c : layouts.inputs) key += c ? '1' : '0';
+    key += "|layout=" + layouts.summary();
   }
   return key;
 }

@@ -120,22 +120,30 @@ class Linker {
     });
   }
 
-  // Halide kernels take the format of their oneDNN neighbours, each kernel one format, and only
-  // nhwc or this CPU's blocked format (the two their strided builds are tested in). A tensor between a
-  // Halide kernel and oneDNN kernels that can link fixes the Halide kernels' format; a tensor only
-  // between Halide kernels switches an unfixed reader to its producer's format without fixing it.
+  // Halide kernels take the format of their oneDNN neighbours, and only nhwc or this CPU's blocked
+  // format (the two their strided builds are tested in). A tensor between a Halide kernel and
+  // oneDNN kernels that can link sets the tensor's format in the Halide kernels: that tensor alone
+  // where the kernel can mix formats (use_tensor_format: nhwc beside the blocked format), else the
+  // kernel's one format, which the tensor then fixes. A tensor only between Halide kernels takes
+  // its producer's format. Tensors are settled in execution order, so a per-tensor switch never
+  // undoes an earlier tensor's; a whole-kernel switch may, and link_strided drops what no longer
+  // agrees.
   void adapt_halide_kernels(TensorId t) {
     int producer = producer_of_[t];
     bool onednn_side = !compiled_[producer]->layout_by_strides();
     std::string format = onednn_side ? compiled_[producer]->output_format() : "";
-    // Every Halide kernel on t with its current format (one per kernel, for all its tensors).
-    std::vector<std::pair<int, std::string>> halide_sides;
-    if (!onednn_side) halide_sides.emplace_back(producer, compiled_[producer]->output_format());
+    // Every Halide kernel on t: (kernel, its input reading t or -1 for the producer, its format for t).
+    struct Side {
+      int kernel, input;
+      std::string current;
+    };
+    std::vector<Side> halide_sides;
+    if (!onednn_side) halide_sides.push_back({producer, -1, compiled_[producer]->output_format()});
     for (auto [k, j] : readers_[t]) {
       std::string f = compiled_[k]->input_format(j);
       if (f.empty()) return;  // this reader cannot take t linked: nothing links, nothing is fixed
       if (compiled_[k]->layout_by_strides()) {
-        halide_sides.emplace_back(k, f);
+        halide_sides.push_back({k, j, f});
         continue;
       }
       if (!format.empty() && f != format) return;  // oneDNN sides disagree (not rebuilt for Halide)
@@ -144,15 +152,20 @@ class Linker {
     }
     if (!onednn_side) format = compiled_[producer]->output_format();
     if (format != "nhwc" && format != native_blocked_) return;
-    std::vector<int> to_switch;
-    for (const auto& [k, current] : halide_sides) {
-      if (current == format) continue;
-      if (format_fixed_[k] || !compiled_[k]->use_format(format, false)) return;
-      to_switch.push_back(k);
+    std::vector<const Side*> per_tensor, whole_kernel;
+    for (const Side& side : halide_sides) {
+      if (side.current == format) continue;
+      if (compiled_[side.kernel]->use_tensor_format(side.input, format, false))
+        per_tensor.push_back(&side);
+      else if (!format_fixed_[side.kernel] && compiled_[side.kernel]->use_format(format, false))
+        whole_kernel.push_back(&side);
+      else
+        return;
     }
     if (onednn_side)
-      for (const auto& side : halide_sides) format_fixed_[side.first] = 1;
-    for (int k : to_switch) compiled_[k]->use_format(format, true);
+      for (const Side& side : halide_sides) format_fixed_[side.kernel] = 1;
+    for (const Side* side : per_tensor) compiled_[side->kernel]->use_tensor_format(side->input, format, true);
+    for (const Side* side : whole_kernel) compiled_[side->kernel]->use_format(format, true);
   }
 
   // Readers of t (all oneDNN kernels) that want another layout are rebuilt for the producer's,

@@ -12,10 +12,12 @@
 // nhwc vs jit nChw16c, plain nchw GEMM 1x1 convs), the oneDNN readers are
 // rebuilt for the producer's layout, or the producer for the readers', but only
 // where oneDNN still has a non-reference implementation. A Halide kernel takes
-// its oneDNN neighbours' format instead (one format per Halide kernel, fixed by
-// the first tensor that needs one); oneDNN kernels are never rebuilt for a
-// Halide kernel's sake, and a Halide kernel links only when all its candidate
-// tensors link. Korch's Executor and the exported package's runtime both call
+// its oneDNN neighbours' formats instead: per tensor where it can mix nhwc and
+// this CPU's blocked format (a kernel between an nhwc convolution and a blocked
+// one reads one and writes the other), else one format for the whole kernel,
+// fixed by the first tensor that needs one; oneDNN kernels are never rebuilt
+// for a Halide kernel's sake, and a Halide kernel links only when all its
+// candidate tensors link. Korch's Executor and the exported package's runtime both call
 // this; the package's ahead-of-time Halide kernels are dense only, so there
 // tensors next to them stay dense.
 // KORCH_LAYOUT_LINK=0 in the environment turns linking off, =exact links only

@@ -13,8 +13,12 @@ namespace korch {
 
 bool strided_layout_matches_dense(const PrimGraph& g, const Kernel& k, cpu::CompiledKernel& compiled,
                                   std::string* why) {
+  // The formats the tensors are stored in (for the messages): each tensor is permuted into its own.
   std::string format = compiled.output_format();
-  for (size_t i = 0; i < k.inputs.size() && format.empty(); ++i) format = compiled.input_format(static_cast<int>(i));
+  for (size_t i = 0; i < k.inputs.size(); ++i) {
+    std::string f = compiled.input_format(static_cast<int>(i));
+    if (!f.empty() && f != format) format += (format.empty() ? "" : "+") + f;
+  }
   try {
     std::vector<TensorData> inputs = random_kernel_inputs(g, k, static_cast<uint32_t>(k.hash));
     std::vector<const void*> dense_ptrs, strided_ptrs;
@@ -29,7 +33,7 @@ bool strided_layout_matches_dense(const PrimGraph& g, const Kernel& k, cpu::Comp
     strided_ptrs = dense_ptrs;
     for (size_t i = 0; i < k.inputs.size(); ++i) {
       if (g.tensor(k.inputs[i]).is_constant() || compiled.input_layout(static_cast<int>(i)).empty()) continue;
-      stored.push_back(cpu::permute_activation(inputs[i], format, true));
+      stored.push_back(cpu::permute_activation(inputs[i], compiled.input_format(static_cast<int>(i)), true));
       strided_ptrs[i] = stored.back().raw();
       compiled.keep_input_layout(static_cast<int>(i));
     }
@@ -38,7 +42,7 @@ bool strided_layout_matches_dense(const PrimGraph& g, const Kernel& k, cpu::Comp
     TensorData got(out.dtype, out.shape);
     compiled.run(strided_ptrs, got.raw());
     compiled.reset_to_dense();
-    if (output_linked) got = cpu::permute_activation(got, format, false);
+    if (output_linked) got = cpu::permute_activation(got, compiled.output_format(), false);
     Comparison c = compare_tensors(got, want, Tolerance{1e-4, 1e-3});
     if (!c.pass && why)
       *why = str_cat("its ", format, " build differs from its dense build (max abs ", c.max_abs_error, ", ",

@@ -13,8 +13,8 @@
 
 namespace korch {
 
-// Runs `compiled` (built for `k`, nothing kept, its format chosen by link_layouts) dense and with
-// every candidate tensor kept in its format, on the same random inputs, and compares the outputs
+// Runs `compiled` (built for `k`, nothing kept, its formats chosen by link_layouts) dense and with
+// every candidate tensor kept in its own format, on the same random inputs, and compares the outputs
 // (|a-b| <= 1e-4 + 1e-3 |b|). Leaves the kernel with nothing kept; its strided build is kept for a
 // later link of the same tensors. False with `why` set when they differ or the run fails.
 bool strided_layout_matches_dense(const PrimGraph& g, const Kernel& k, cpu::CompiledKernel& compiled, std::string* why);

@@ -165,5 +165,119 @@ TEST(LinkVerification, AKernelThatFailsKeepsItsTensorsDense) {
   EXPECT_EQ(refused[1]->describe().find("kept"), std::string::npos) << refused[1]->describe();
 }
 
+// The blocked format Halide kernels cannot mix with nhwc on this CPU (not its native one).
+std::string foreign_blocked_format() { return cpu::native_blocked_format() == "nChw16c" ? "nChw8c" : "nChw16c"; }
+
+// out = x * sigmoid(y) + x over [1, 32, 9, 7]: a kernel with two candidate inputs and a candidate
+// output, built with its tensors in different formats (nhwc beside this CPU's blocked format),
+// matches its dense build, and says which format each kept tensor is in.
+TEST(LinkVerification, HalideKernelMatchesWithNhwcAndBlockedTensorsMixed) {
+  PrimGraph g;
+  std::vector<PrimId> prims;
+  TensorId x = g.add_input("x", DType::F32, {1, 32, 9, 7});
+  TensorId y = g.add_input("y", DType::F32, {1, 32, 9, 7});
+  auto add = [&](PrimOp op, std::vector<TensorId> in) {
+    TensorId t = g.add_primitive(op, std::move(in), Attrs());
+    prims.push_back(g.tensor(t).producer);
+    return t;
+  };
+  g.mark_output(add(PrimOp::Add, {add(PrimOp::Mul, {x, add(PrimOp::Sigmoid, {y})}), x}));
+  Kernel k = make_kernel(g, prims);
+  const std::string nhwc = "nhwc", blocked = cpu::native_blocked_format();
+  struct Case {
+    std::string x, y, out, kept;
+  };
+  for (const Case& c : {Case{nhwc, blocked, nhwc, "[mixed in/nhwc out kept]"},
+                        Case{nhwc, nhwc, blocked, "[nhwc in/" + blocked + " out kept]"},
+                        Case{blocked, blocked, nhwc, "[" + blocked + " in/nhwc out kept]"}}) {
+    std::string why;
+    std::unique_ptr<cpu::CompiledKernel> compiled = cpu::compile_kernel(g, k, &why);
+    ASSERT_TRUE(compiled) << why;
+    int ix = k.inputs[0] == x ? 0 : 1, iy = 1 - ix;
+    ASSERT_TRUE(compiled->use_tensor_format(ix, c.x, true));
+    ASSERT_TRUE(compiled->use_tensor_format(iy, c.y, true));
+    ASSERT_TRUE(compiled->use_tensor_format(-1, c.out, true));
+    EXPECT_EQ(compiled->input_format(ix), c.x);
+    EXPECT_EQ(compiled->input_format(iy), c.y);
+    EXPECT_EQ(compiled->output_format(), c.out);
+    EXPECT_EQ(compiled->input_layout(ix) == compiled->input_layout(iy), c.x == c.y);
+    EXPECT_TRUE(strided_layout_matches_dense(g, k, *compiled, &why)) << why;
+    compiled->keep_input_layout(0);
+    compiled->keep_input_layout(1);
+    compiled->keep_output_layout();
+    EXPECT_NE(compiled->describe().find(c.kept), std::string::npos) << compiled->describe();
+    // A blocked format other than this CPU's does not mix with nhwc (its channel vectors would
+    // span blocks); the whole kernel may still switch to it.
+    compiled->reset_to_dense();
+    EXPECT_FALSE(compiled->use_tensor_format(ix, foreign_blocked_format(), false));
+    EXPECT_TRUE(compiled->use_format(foreign_blocked_format(), false));
+  }
+}
+
+// A stand-in for a oneDNN kernel whose activations are fixed in `format` (oneDNN kernels are never
+// rebuilt for a Halide neighbour).
+class FixedLayoutKernel : public cpu::CompiledKernel {
+ public:
+  FixedLayoutKernel(const PrimGraph& g, const Kernel& k, std::string format) : format_(std::move(format)) {
+    output_key_ = cpu::activation_layout_key(g.tensor(k.output).shape, format_);
+    for (TensorId t : k.inputs)
+      input_keys_.push_back(g.tensor(t).is_constant() ? "" : cpu::activation_layout_key(g.tensor(t).shape, format_));
+  }
+  void run(const std::vector<const void*>&, void*) override { FAIL() << "link_layouts runs no oneDNN kernel"; }
+  std::string describe() const override { return "fixed " + format_; }
+  std::string output_layout() const override { return output_key_; }
+  std::string input_layout(int input) const override { return input_keys_.at(input); }
+  std::string output_format() const override { return format_; }
+  std::string input_format(int input) const override { return input_keys_.at(input).empty() ? "" : format_; }
+  void keep_input_layout(int) override { ++kept; }
+  void keep_output_layout() override { ++kept; }
+  int kept = 0;
+
+ private:
+  std::string format_, output_key_;
+  std::vector<std::string> input_keys_;
+};
+
+// conv (nhwc) -> a -> [SiLU] -> s -> conv (blocked): the SiLU kernel reads a in nhwc and writes s
+// blocked, so both link (one format for the whole kernel would leave one of them dense, reordered
+// inside a convolution). With the foreign blocked format on the reading side, nothing mixes:
+// a links (the kernel takes nhwc), s stays dense, and then the kernel keeps both dense.
+TEST(LinkVerification, HalideKernelBetweenNhwcAndBlockedConvolutionsLinksBoth) {
+  for (bool native : {true, false}) {
+    PrimGraph g;
+    std::vector<std::vector<PrimId>> kernels(3);
+    TensorId x = g.add_input("x", DType::F32, {1, 32, 10, 10});
+    TensorId a = conv(g, x, 32, &kernels[0]);
+    TensorId s = silu(g, a, &kernels[1]);
+    g.mark_output(conv(g, s, 32, &kernels[2]));
+    Plan plan;
+    for (const auto& prims : kernels) plan.kernels.push_back(make_kernel(g, prims));
+    const std::string reader_format = native ? cpu::native_blocked_format() : foreign_blocked_format();
+    FixedLayoutKernel producer(g, plan.kernels[0], "nhwc"), reader(g, plan.kernels[2], reader_format);
+    std::string why;
+    std::unique_ptr<cpu::CompiledKernel> halide = cpu::compile_kernel(g, plan.kernels[1], &why);
+    ASSERT_TRUE(halide) << why;
+    std::vector<cpu::CompiledKernel*> compiled = {&producer, halide.get(), &reader};
+    std::vector<int> asked;
+    cpu::LayoutLinks links = cpu::link_layouts(g, plan.kernels, compiled, [&](int i) {
+      asked.push_back(i);
+      return strided_layout_matches_dense(g, plan.kernels[i], *compiled[i], &why);
+    });
+    if (native) {
+      EXPECT_EQ(asked, std::vector<int>{1});
+      EXPECT_TRUE(links.linked[a] && links.linked[s]) << why;
+      EXPECT_EQ(links.num_linked, 2);
+      EXPECT_EQ(producer.kept, 1);
+      EXPECT_EQ(reader.kept, 1);
+      EXPECT_NE(halide->describe().find("[nhwc in/" + reader_format + " out kept]"), std::string::npos)
+          << halide->describe();
+    } else {
+      EXPECT_EQ(links.num_linked, 0);
+      EXPECT_EQ(producer.kept + reader.kept, 0);
+      EXPECT_EQ(halide->describe().find("kept"), std::string::npos) << halide->describe();
+    }
+  }
+}
+
 }  // namespace
 }  // namespace korch
