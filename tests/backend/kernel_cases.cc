@@ -660,8 +660,9 @@ std::vector<KernelCase> memory_bound_kernel_cases() {
                   g.mark_output(g.add_primitive(PrimOp::Add, {s, res}, {}));
                   return g;
                 }});
-  // A kernel ending in a channel Concat: channels-last in blocked formats only, each piece
-  // written whole blocks (8 + 16 + 8 channels: nChw8c; 16 + 16: nChw16c too).
+  // A kernel ending in a channel Concat: channels-last in nhwc and this CPU's blocked format, each
+  // piece written in whole vectors of that format's block (8 + 16 + 8 channels: where the block is
+  // 8, AVX2; 16 + 16: every CPU).
   for (std::vector<int64_t> pieces : {std::vector<int64_t>{8, 16, 8}, std::vector<int64_t>{16, 16}}) {
     std::string name = "SiLU and a nearest upsample, then a channel concat of";
     for (int64_t c : pieces) name += " " + std::to_string(c);

@@ -93,9 +93,9 @@ struct HalideLayouts {
   bool output = false;
   std::string format = "nhwc";  // the output's, and each input's that input_formats leaves empty
   std::vector<std::string> input_formats;
-  // A kernel ending in a channel Concat: linked only channel-blocked, where its output is written
-  // one piece at a time (each piece whole channel blocks); nhwc would gather.
-  bool blocked_only = false;
+  // A kernel ending in a channel Concat: its output is written one piece at a time, each piece
+  // whole vectors of channels (output_concat_takes_format), in nhwc or this CPU's blocked format.
+  bool concat_output = false;
   bool any() const;
   // The format input i is stored in when its flag is set.
   const std::string& input_format(size_t i) const;
@@ -115,11 +115,13 @@ bool build_halide_pipeline(const PrimGraph& g, const Kernel& k, const Halide::Ta
 // primitives whose loops stay contiguous over channels (elementwise, broadcast, spatial
 // reductions, 2-D pooling windows, spatial pads and resizes). Flags as in HalideLayouts (format
 // nhwc, or blocked for a concat below); nothing set when the kernel has other primitives. Correctness never depends on
-// it (Halide indexes through strides). A kernel whose last primitive is a Concat over channels is a candidate too, in
-// this CPU's blocked format only (blocked_only), when every piece is whole channel blocks.
+// it (Halide indexes through strides). A kernel whose last primitive is a Concat over channels is a candidate too
+// (concat_output; format this CPU's blocked one until use_format picks nhwc), when every piece is whole channel
+// blocks.
 HalideLayouts channels_last_candidates(const PrimGraph& g, const Kernel& k);
 // Whether `format` can hold a kernel's output written piece by piece: true unless the kernel ends
-// in a channel Concat, which then needs a blocked format whose block divides every piece.
+// in a channel Concat, which then needs nhwc or this CPU's blocked format, its block dividing
+// every piece (nhwc: pieces of whole channel vectors).
 bool output_concat_takes_format(const PrimGraph& g, const Kernel& k, const std::string& format);
 // The channel block of an activation format: 8 for nChw8c, 16 for nChw16c, 0 for nhwc, -1 for
 // formats Halide kernels do not take.

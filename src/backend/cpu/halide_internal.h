@@ -41,6 +41,12 @@ std::vector<halide_dimension_t> layout_dimensions(const Shape& s, const std::str
 // Declares that the buffer of `p`, a tensor of `shape`, is stored in `format` (its bounds and
 // strides become constants: Halide folds them into the addressing).
 void store_in_layout(Halide::OutputImageParam p, const Shape& shape, const std::string& format);
+// The channel vector a channel Concat's pieces are written in, for an output in `format`: the
+// block of this CPU's blocked format, for it and for nhwc; -1 for other formats.
+int concat_piece_block(const std::string& format);
+// The 5-D view (c % block, w, h, c / block, n) a channel Concat's output is written through: the
+// blocked layout itself, or nhwc with its channels split into concat_piece_block vectors.
+std::vector<halide_dimension_t> concat_output_dimensions(const Shape& s, const std::string& format);
 // The kernel's last primitive when it is a Concat of 4-D tensors over channels.
 std::optional<PrimId> output_channel_concat(const PrimGraph& g, const Kernel& k);
 
@@ -105,7 +111,8 @@ std::string schedule_channels_last(Func& out, const Shape& shape, int vector, in
 // The output of `values` written channel-blocked in `format`, scheduled.
 Func blocked_output(Func values, const std::string& format, const Generator& gen, int64_t channels,
                     std::string* description);
-// The output of a kernel ending in the channel Concat `concat`, written channel-blocked in `format`
+// The output of a kernel ending in the channel Concat `concat`, written in `format` (blocked, or nhwc
+// through concat_output_dimensions' view)
 // piece by piece, scheduled.
 Func blocked_concat_output(const PrimGraph& g, const Kernel& k, Generator& gen, PrimId concat,
                            const std::string& format, int64_t channels, std::string* description);

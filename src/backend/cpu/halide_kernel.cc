@@ -45,10 +45,13 @@ void compile_jit(Halide::Pipeline* pipeline, const Halide::Target& target) {
 
 namespace {
 
-// A kernel buffer over `data`: dense, or (in_layout) stored in `format`.
-Halide::Buffer<> wrap(const TensorInfo& t, const void* data, bool in_layout = false, const std::string& format = "") {
+// A kernel buffer over `data`: dense, or (in_layout) stored in `format`; a channel Concat's output
+// (concat_output) through its 5-D view.
+Halide::Buffer<> wrap(const TensorInfo& t, const void* data, bool in_layout = false, const std::string& format = "",
+                      bool concat_output = false) {
   if (in_layout) {
-    std::vector<halide_dimension_t> d = layout_dimensions(t.shape, format);
+    std::vector<halide_dimension_t> d =
+        concat_output ? concat_output_dimensions(t.shape, format) : layout_dimensions(t.shape, format);
     return Halide::Buffer<>(storage_type(t.dtype), const_cast<void*>(data), static_cast<int>(d.size()), d.data());
   }
   return halide_lowering::dense_buffer(t, data);
@@ -83,7 +86,7 @@ class HalideKernel : public CompiledKernel {
     std::lock_guard<std::mutex> lock(*compiled_.running);
     for (size_t i = 0; i < compiled_.params.size(); ++i)
       compiled_.params[i].set(wrap(inputs_[i], inputs[i], kept_.inputs[i], kept_.input_format(i)));
-    Halide::Buffer<> out = wrap(output_, output, kept_.output, kept_.format);
+    Halide::Buffer<> out = wrap(output_, output, kept_.output, kept_.format, candidates_.concat_output);
     compiled_.pipeline.realize(Halide::Realization({out}));
   }
   std::string describe() const override {
@@ -135,7 +138,7 @@ class HalideKernel : public CompiledKernel {
     for (size_t i = 0; i < inputs_.size(); ++i)
       if (candidates_.inputs[i] && !takes_format(inputs_[i].shape, format)) return false;
     if (candidates_.output && !takes_format(output_.shape, format)) return false;
-    if (candidates_.blocked_only && !output_concat_takes_format(*graph_, kernel_, format)) return false;
+    if (candidates_.concat_output && !output_concat_takes_format(*graph_, kernel_, format)) return false;
     if (apply) {
       candidates_.format = format;
       candidates_.input_formats.clear();
@@ -145,13 +148,14 @@ class HalideKernel : public CompiledKernel {
     return true;
   }
   // Switches one candidate tensor (an input, or the output for -1) to `format` while none is
-  // kept, where every candidate's format then mixes with every other's (formats_mix); not in a
-  // kernel ending in a channel Concat (its pieces are written in one blocked format).
+  // kept, where every candidate's format then mixes with every other's (formats_mix) and, in a
+  // kernel ending in a channel Concat, the output's takes the pieces (output_concat_takes_format).
   bool use_tensor_format(int input, const std::string& format, bool apply) override {
-    if (candidates_.blocked_only || kept_.any()) return false;
+    if (kept_.any()) return false;
     bool is_output = input < 0;
     if (is_output ? !candidates_.output : !candidates_.inputs.at(input)) return false;
     if (!takes_format(is_output ? output_.shape : inputs_[input].shape, format)) return false;
+    if (is_output && !output_concat_takes_format(*graph_, kernel_, format)) return false;
     HalideLayouts next = candidates_;
     next.input_formats.resize(inputs_.size());
     for (size_t i = 0; i < inputs_.size(); ++i) next.input_formats[i] = candidates_.input_format(i);

@@ -34,6 +34,21 @@ void store_in_layout(Halide::OutputImageParam p, const Shape& shape, const std::
   for (size_t i = 0; i < d.size(); ++i) p.dim(static_cast<int>(i)).set_bounds(0, d[i].extent).set_stride(d[i].stride);
 }
 
+int concat_piece_block(const std::string& format) {
+  if (format == "nhwc") return channel_block(native_blocked_format());
+  return format == native_blocked_format() ? channel_block(format) : -1;
+}
+
+std::vector<halide_dimension_t> concat_output_dimensions(const Shape& s, const std::string& format) {
+  if (channel_block(format) > 0) return layout_dimensions(s, format);
+  int block = concat_piece_block(format);
+  int n = static_cast<int>(s[0]), c = static_cast<int>(s[1]), h = static_cast<int>(s[2]), w = static_cast<int>(s[3]);
+  KORCH_CHECK(format == "nhwc" && block > 0 && c % block == 0, "no concat output layout ", format, " for ",
+              shape_str(s));
+  return {halide_dimension_t(0, block, 1), halide_dimension_t(0, w, c), halide_dimension_t(0, h, w * c),
+          halide_dimension_t(0, c / block, block), halide_dimension_t(0, n, h * w * c)};
+}
+
 std::optional<PrimId> output_channel_concat(const PrimGraph& g, const Kernel& k) {
   for (PrimId p : k.prims) {
     const Primitive& prim = g.prim(p);
@@ -119,7 +134,7 @@ bool formats_mix(const std::string& a, const std::string& b) {
 bool output_concat_takes_format(const PrimGraph& g, const Kernel& k, const std::string& format) {
   std::optional<PrimId> concat = halide_detail::output_channel_concat(g, k);
   if (!concat) return true;
-  int block = channel_block(format);
+  int block = halide_detail::concat_piece_block(format);
   if (block <= 0) return false;
   return std::all_of(g.prim(*concat).inputs.begin(), g.prim(*concat).inputs.end(),
                      [&](TensorId t) { return g.tensor(t).shape[1] % block == 0; });
@@ -161,7 +176,7 @@ HalideLayouts channels_last_candidates(const PrimGraph& g, const Kernel& k) {
   for (TensorId t : k.inputs) l.inputs.push_back(linkable(t) ? 1 : 0);
   l.output = linkable(k.output);
   if (concat) {
-    l.blocked_only = true;
+    l.concat_output = true;
     l.format = native_blocked_format();
     if (!output_concat_takes_format(g, k, l.format)) return none;
     for (size_t i = 0; i < k.inputs.size(); ++i)

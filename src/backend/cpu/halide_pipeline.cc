@@ -59,10 +59,16 @@ ScheduledOutput layout_output(const PrimGraph& g, const Kernel& k, Generator& ge
   const Shape& shape = g.tensor(k.output).shape;
   int64_t channels = shape.size() >= 2 ? shape[1] : 1;
   std::string text;
+  std::optional<PrimId> concat = layouts.output ? output_channel_concat(g, k) : std::nullopt;
+  if (concat) {
+    Func pieces = blocked_concat_output(g, k, gen, *concat, layouts.format, channels, &text);
+    std::vector<halide_dimension_t> d = concat_output_dimensions(shape, layouts.format);
+    for (size_t i = 0; i < d.size(); ++i)
+      pieces.output_buffer().dim(static_cast<int>(i)).set_bounds(0, d[i].extent).set_stride(d[i].stride);
+    return {pieces, text};
+  }
   if (channel_block(layouts.format) > 0 && layouts.output) {
-    std::optional<PrimId> concat = output_channel_concat(g, k);
-    Func blocked = concat ? blocked_concat_output(g, k, gen, *concat, layouts.format, channels, &text)
-                          : blocked_output(out, layouts.format, gen, channels, &text);
+    Func blocked = blocked_output(out, layouts.format, gen, channels, &text);
     store_in_layout(blocked.output_buffer(), shape, layouts.format);
     return {blocked, text};
   }

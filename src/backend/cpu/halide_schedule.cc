@@ -460,11 +460,12 @@ Func blocked_output(Func values, const std::string& format, const Generator& gen
   return out;
 }
 
-// A channel Concat written channel-blocked: each piece is written by its own update over its channel
-// blocks (whole-vector loads and stores, no select between pieces).
+// A channel Concat written in blocks of channels: each piece is written by its own update over its
+// channel blocks (whole-vector loads and stores, no select between pieces). The Func's dimensions
+// are concat_output_dimensions' view, so the same definition writes nhwc or the blocked layout.
 Func blocked_concat_output(const PrimGraph& g, const Kernel& k, Generator& gen, PrimId concat,
                            const std::string& format, int64_t channels, std::string* description) {
-  int block = channel_block(format);
+  int block = concat_piece_block(format);
   Var ci("ci"), w("w"), h("h"), cb("cb"), n("n");
   Func out("blocked_output");
   out(ci, w, h, cb, n) = Halide::undef(storage_type(g.tensor(k.output).dtype));

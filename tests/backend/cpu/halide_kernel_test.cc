@@ -85,7 +85,7 @@ void check_channels_last(const PrimGraph& g, const Kernel& k, cpu::CompiledKerne
     ASSERT_NE(compiled, nullptr) << why;
     int block = cpu::channel_block(format);
     bool divisible = (!candidates.output || cpu::takes_format(g.tensor(k.output).shape, format)) &&
-                     (!candidates.blocked_only || cpu::output_concat_takes_format(g, k, format));
+                     (!candidates.concat_output || cpu::output_concat_takes_format(g, k, format));
     for (size_t i = 0; i < k.inputs.size(); ++i)
       if (candidates.inputs[i] && !cpu::takes_format(g.tensor(k.inputs[i]).shape, format)) divisible = false;
     ASSERT_EQ(compiled->use_format(format, true), divisible);
@@ -116,9 +116,13 @@ void check_channels_last(const PrimGraph& g, const Kernel& k, cpu::CompiledKerne
       EXPECT_TRUE(cmp.pass) << compiled->describe() << ": max abs " << cmp.max_abs_error << ", " << cmp.mismatches
                             << " mismatches " << cmp.problem;
     }
-    EXPECT_NE(compiled->describe().find(block > 0 ? "nChw" : "channels-last"), std::string::npos)
+    bool concat = candidates.concat_output && candidates.output;
+    EXPECT_NE(compiled->describe().find(block > 0 ? "nChw"
+                                        : concat  ? "nhwc, channel concat"
+                                                  : "channels-last"),
+              std::string::npos)
         << compiled->describe();
-    if (candidates.blocked_only && candidates.output) {
+    if (concat) {
       EXPECT_NE(compiled->describe().find("channel concat: one update per piece"), std::string::npos)
           << compiled->describe();
     }
