@@ -36,10 +36,12 @@ double sum_of_savings(const std::vector<double>& savings) {
   return s;
 }
 
-// Which schedule variant to keep: the measured time with half of the layout conversions saved,
-// a middle between running among dense-layout neighbours (nothing saved) and among linked ones
-// (everything saved); the BLP then prices both cases of the kept variant.
-double variant_score(const ProfileEntry& e) { return e.median_seconds - 0.5 * sum_of_savings(e.link_savings); }
+// Which schedule variant to keep: the measured time with its layout conversions saved, as it runs
+// among linked neighbours. Halide kernels link per tensor in nhwc or the blocked format, concats
+// included (layout_link.h), so a convolution's neighbours usually take its layout; a plain-layout
+// variant that is faster only while its neighbours stay dense would keep them dense. The BLP then
+// prices both cases (linked, dense) of the kept variant.
+double variant_score(const ProfileEntry& e) { return e.median_seconds - sum_of_savings(e.link_savings); }
 
 // The graph inputs ModelValues evaluates the model on (random_graph_inputs' seed).
 constexpr uint32_t kModelValuesSeed = 0x6b6f7263;

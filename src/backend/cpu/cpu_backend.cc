@@ -95,9 +95,12 @@ class CpuBackend : public Backend {
         package_compiler_(make_package_compiler()) {}
   std::string name() const override { return "cpu"; }
   std::string target() const override { return target_; }
+  // flushed-cache: kernels are timed after their own memory is flushed from the caches; linked-variants: the
+  // variant a cache entry keeps is the fastest with its layout conversions saved (profiler.cc).
   std::string versions() const override {
     const dnnl_version_t* v = dnnl_version();
-    return str_cat("halide14 onednn", v->major, ".", v->minor, ".", v->patch, " ", kCodegenVersion, " flushed-cache");
+    return str_cat("halide14 onednn", v->major, ".", v->minor, ".", v->patch, " ", kCodegenVersion,
+                   " flushed-cache linked-variants");
   }
   std::string codegen() const override { return kCodegenVersion; }
   int threads() const override { return threads_; }
