@@ -163,6 +163,8 @@ MODELS = {
     # name: (builder, default opset, default image size or None)
     "resnet18": (_tv("resnet18"), 13, 224),
     "resnet50": (_tv("resnet50"), 13, 224),
+    "squeezenet1_1": (_tv("squeezenet1_1"), 13, 224),
+    "googlenet": (_tv("googlenet"), 13, 224),
     "mobilenet_v3_small": (_tv("mobilenet_v3_small"), 13, 224),
     "mobilenet_v3_large": (_tv("mobilenet_v3_large"), 13, 224),
     "efficientnet_b0": (_tv("efficientnet_b0"), 13, 224),
