@@ -38,8 +38,10 @@ using halide_lowering::Unsupported;
 // keeps the 4 dimensions (w, h, c, n) with permuted strides; a channel-blocked format has 5
 // (c % block, w, h, c / block, n).
 std::vector<halide_dimension_t> layout_dimensions(const Shape& s, const std::string& format);
-// Declares that the buffer of `p`, a tensor of `shape`, is stored in `format` (its bounds and
-// strides become constants: Halide folds them into the addressing).
+// Declares that the buffer of `p` has the dimensions `d` (its bounds and strides become
+// constants: Halide folds them into the addressing).
+void store_with_dimensions(Halide::OutputImageParam p, const std::vector<halide_dimension_t>& d);
+// The same for a tensor of `shape` stored in `format` (layout_dimensions).
 void store_in_layout(Halide::OutputImageParam p, const Shape& shape, const std::string& format);
 // The channel vector a channel Concat's pieces are written in, for an output in `format`: the
 // block of this CPU's blocked format, for it and for nhwc; -1 for other formats.
@@ -111,9 +113,8 @@ std::string schedule_channels_last(Func& out, const Shape& shape, int vector, in
 // The output of `values` written channel-blocked in `format`, scheduled.
 Func blocked_output(Func values, const std::string& format, const Generator& gen, int64_t channels,
                     std::string* description);
-// The output of a kernel ending in the channel Concat `concat`, written in `format` (blocked, or nhwc
-// through concat_output_dimensions' view)
-// piece by piece, scheduled.
+// The output of a kernel ending in the channel Concat `concat`, written piece by piece in `format`
+// (blocked, or nhwc through concat_output_dimensions' view), scheduled.
 Func blocked_concat_output(const PrimGraph& g, const Kernel& k, Generator& gen, PrimId concat,
                            const std::string& format, int64_t channels, std::string* description);
 

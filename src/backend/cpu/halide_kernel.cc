@@ -94,13 +94,9 @@ class HalideKernel : public CompiledKernel {
     for (size_t i = 0; i < kept_.inputs.size(); ++i)
       if (kept_.inputs[i])
         in_format = in_format.empty() || in_format == kept_.input_format(i) ? kept_.input_format(i) : "mixed";
-    if (in_format.empty() && !kept_.output) return description_;
-    if (in_format.empty() || !kept_.output || in_format == kept_.format)
-      return description_ + " [" + (in_format.empty() ? kept_.format : in_format) + " " +
-             (in_format.empty() ? "out"
-              : kept_.output    ? "in/out"
-                                : "in") +
-             " kept]";
+    if (in_format.empty()) return kept_.output ? description_ + " [" + kept_.format + " out kept]" : description_;
+    if (!kept_.output) return description_ + " [" + in_format + " in kept]";
+    if (in_format == kept_.format) return description_ + " [" + in_format + " in/out kept]";
     return description_ + " [" + in_format + " in/" + kept_.format + " out kept]";
   }
 

@@ -29,9 +29,12 @@ std::vector<halide_dimension_t> layout_dimensions(const Shape& s, const std::str
           halide_dimension_t(0, c / block, h * w * block), halide_dimension_t(0, n, c * h * w)};
 }
 
-void store_in_layout(Halide::OutputImageParam p, const Shape& shape, const std::string& format) {
-  std::vector<halide_dimension_t> d = layout_dimensions(shape, format);
+void store_with_dimensions(Halide::OutputImageParam p, const std::vector<halide_dimension_t>& d) {
   for (size_t i = 0; i < d.size(); ++i) p.dim(static_cast<int>(i)).set_bounds(0, d[i].extent).set_stride(d[i].stride);
+}
+
+void store_in_layout(Halide::OutputImageParam p, const Shape& shape, const std::string& format) {
+  store_with_dimensions(p, layout_dimensions(shape, format));
 }
 
 int concat_piece_block(const std::string& format) {

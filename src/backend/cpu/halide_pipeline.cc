@@ -62,9 +62,7 @@ ScheduledOutput layout_output(const PrimGraph& g, const Kernel& k, Generator& ge
   std::optional<PrimId> concat = layouts.output ? output_channel_concat(g, k) : std::nullopt;
   if (concat) {
     Func pieces = blocked_concat_output(g, k, gen, *concat, layouts.format, channels, &text);
-    std::vector<halide_dimension_t> d = concat_output_dimensions(shape, layouts.format);
-    for (size_t i = 0; i < d.size(); ++i)
-      pieces.output_buffer().dim(static_cast<int>(i)).set_bounds(0, d[i].extent).set_stride(d[i].stride);
+    store_with_dimensions(pieces.output_buffer(), concat_output_dimensions(shape, layouts.format));
     return {pieces, text};
   }
   if (channel_block(layouts.format) > 0 && layouts.output) {
