@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cmath>
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -89,6 +90,7 @@ constexpr std::pair<const char*, const char*> kRootOnlyCbcParameters[] = {
 struct CbcOutcome {
   bool has_solution = false;
   bool proven_optimal = false;
+  bool proven_infeasible = false;  // no selection at all, or (under a cutoff) none below it
   double lower_bound = 0;
   std::vector<int> chosen;  // columns at 1 among the first n
 };
@@ -139,7 +141,8 @@ std::optional<CbcOutcome> solve_in_child(Cbc_Model* model, int n, std::string* w
     if (const char* a = std::getenv("KORCH_TEST_SOLVER_ABORT"); a && std::strcmp(a, "1") == 0) std::abort();
     Cbc_solve(model);
     const double* x = Cbc_getColSolution(model);
-    std::vector<int> words = {x != nullptr && Cbc_numberSavedSolutions(model) > 0, Cbc_isProvenOptimal(model) != 0};
+    std::vector<int> words = {x != nullptr && Cbc_numberSavedSolutions(model) > 0, Cbc_isProvenOptimal(model) != 0,
+                              Cbc_isProvenInfeasible(model) != 0};
     double bound = Cbc_getBestPossibleObjValue(model);
     int bound_words[2];
     std::memcpy(bound_words, &bound, sizeof bound);
@@ -178,7 +181,8 @@ std::optional<CbcOutcome> solve_in_child(Cbc_Model* model, int n, std::string* w
                : str_cat("the solver process exited with status ", WEXITSTATUS(status));
     return std::nullopt;
   }
-  if (bytes.size() < 4 * sizeof(int) || bytes.size() % sizeof(int) != 0) {
+  constexpr size_t kHeaderWords = 5;  // has_solution, proven_optimal, proven_infeasible, the bound's two words
+  if (bytes.size() < kHeaderWords * sizeof(int) || bytes.size() % sizeof(int) != 0) {
     *why = "the solver process returned a truncated result";
     return std::nullopt;
   }
@@ -187,8 +191,9 @@ std::optional<CbcOutcome> solve_in_child(Cbc_Model* model, int n, std::string* w
   CbcOutcome out;
   out.has_solution = words[0] != 0;
   out.proven_optimal = words[1] != 0;
-  std::memcpy(&out.lower_bound, &words[2], sizeof out.lower_bound);
-  for (size_t i = 4; i < words.size(); ++i) {
+  out.proven_infeasible = words[2] != 0;
+  std::memcpy(&out.lower_bound, &words[3], sizeof out.lower_bound);
+  for (size_t i = kHeaderWords; i < words.size(); ++i) {
     if (words[i] < 0 || words[i] >= n) {
       *why = "the solver process returned a column out of range";
       return std::nullopt;
@@ -270,9 +275,9 @@ class BlpModel {
     Cbc_setLogLevel(model_, 0);
     Cbc_setMaximumSeconds(model_, time_limit_seconds);
     Cbc_setAllowableGap(model_, 0.0);
-    for (const auto& [name, value] : parameters()) Cbc_setParameter(model_, name, value);
+    for (const auto& [name, value] : parameters()) Cbc_setParameter(model_, name.c_str(), value.c_str());
     // (Cbc_setAllowableFractionGap does not reach the search Cbc_solve runs; its parameter does.)
-    if (relative_gap > 0) Cbc_setParameter(model_, "ratioGap", str_cat(relative_gap).c_str());
+    if (relative_gap > 0) set_parameter("ratioGap", str_cat(relative_gap));
     // Costs are seconds (1e-7 .. 1e-2 for one kernel): CBC's absolute tolerances (1e-7 on reduced
     // costs) are as large as the smallest ones, and a solve reported optimal came out 1.2% above
     // the true optimum. The objective is scaled so that the dearest candidate costs 1000.
@@ -407,6 +412,14 @@ class BlpModel {
     Cbc_setMIPStartI(model_, n_, cols.data(), values.data());
     handed_warm_start_ = warm_start;
   }
+  // Ends the search at the first selection costing less than `below` seconds; CBC rejects every
+  // selection that does not, so a search that finds none proves there is none.
+  void stop_at_first_below(double below) {
+    char cutoff[32];
+    std::snprintf(cutoff, sizeof cutoff, "%.17g", below * scale_);
+    set_parameter("cutoff", cutoff);
+    set_parameter("maxSolutions", "1");
+  }
   // Writes the model to DIR/blp-N.mps(.gz) and to DIR/blp-N.start the time limit and the number
   // of kernel columns, then the CBC settings (parameters()) as name value pairs on one line, then
   // the warm start handed to CBC, if any (one kernel column per line); N counts the solves of this
@@ -432,11 +445,17 @@ class BlpModel {
 
  private:
   // CBC's settings by name, in the order applied.
-  std::vector<std::pair<const char*, const char*>> parameters() const {
-    std::vector<std::pair<const char*, const char*>> all(std::begin(kCbcParameters), std::end(kCbcParameters));
+  std::vector<std::pair<std::string, std::string>> parameters() const {
+    std::vector<std::pair<std::string, std::string>> all(std::begin(kCbcParameters), std::end(kCbcParameters));
     if (depth_ == SolveDepth::RootOnly)
       all.insert(all.end(), std::begin(kRootOnlyCbcParameters), std::end(kRootOnlyCbcParameters));
+    all.insert(all.end(), set_later_.begin(), set_later_.end());
     return all;
+  }
+  // Sets a CBC parameter after construction, recorded for write_problem.
+  void set_parameter(const std::string& name, const std::string& value) {
+    Cbc_setParameter(model_, name.c_str(), value.c_str());
+    set_later_.emplace_back(name, value);
   }
   int column(double objective) {
     Cbc_addCol(model_, column_name(num_cols_).c_str(), 0.0, 1.0, objective, 0, 0, nullptr, nullptr);
@@ -452,6 +471,7 @@ class BlpModel {
   const SelectionProblem& problem_;
   SolveDepth depth_;
   std::vector<int> handed_warm_start_;
+  std::vector<std::pair<std::string, std::string>> set_later_;  // parameters set after the constructor's
   int n_;
   std::vector<std::vector<int>> producers_, coverers_;
   Cbc_Model* model_;
@@ -510,12 +530,8 @@ SelectionResult selection_from(const SelectionProblem& problem, const std::vecto
   return result;
 }
 
-}  // namespace
-
-SelectionResult solve_selection_blp(const SelectionProblem& problem, const std::vector<int>& warm_start,
-                                    double time_limit_seconds, SolveDepth depth, double relative_gap) {
-  auto start = std::chrono::steady_clock::now();
-  BlpModel blp(problem, time_limit_seconds, depth, relative_gap);
+// Every family of columns and rows, in the order CBC's path depends on.
+void add_selection_blp(BlpModel& blp) {
   blp.add_kernel_columns();
   blp.add_required_rows();
   blp.add_input_rows();
@@ -523,13 +539,54 @@ SelectionResult solve_selection_blp(const SelectionProblem& problem, const std::
   blp.add_output_links();
   blp.add_links_together();
   blp.add_input_links();
+}
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace
+
+SelectionResult solve_selection_blp(const SelectionProblem& problem, const std::vector<int>& warm_start,
+                                    double time_limit_seconds, SolveDepth depth, double relative_gap) {
+  auto start = std::chrono::steady_clock::now();
+  BlpModel blp(problem, time_limit_seconds, depth, relative_gap);
+  add_selection_blp(blp);
   blp.set_warm_start(warm_start);
   if (const char* dir = std::getenv("KORCH_BLP_DUMP_DIR")) blp.write_problem(dir, time_limit_seconds);
   std::string crash;
   std::optional<CbcOutcome> outcome = blp.solve(&crash);
   SelectionResult result =
       selection_from(problem, warm_start, outcome, crash, blp.scale(), time_limit_seconds, depth, relative_gap);
-  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  result.seconds = seconds_since(start);
+  return result;
+}
+
+SelectionResult find_selection_below(const SelectionProblem& problem, const std::vector<int>& fallback, double below,
+                                     double time_limit_seconds) {
+  auto start = std::chrono::steady_clock::now();
+  BlpModel blp(problem, time_limit_seconds, SolveDepth::ToOptimality, 0);
+  add_selection_blp(blp);
+  blp.stop_at_first_below(below);  // no warm start: the fallback costs more than `below`, CBC would reject it
+  if (const char* dir = std::getenv("KORCH_BLP_DUMP_DIR")) blp.write_problem(dir, time_limit_seconds);
+  std::string crash;
+  std::optional<CbcOutcome> outcome = blp.solve(&crash);
+  SelectionResult result;
+  if (outcome && outcome->proven_infeasible && !outcome->has_solution) {
+    if (fallback.empty() || !selection_is_feasible(problem, fallback))
+      fail("BLP: no feasible kernel selection costs less than ", below, " s, and no fallback selection was given");
+    result.chosen = prune(problem, fallback);
+    result.cost = selection_cost(problem, result.chosen);
+    result.lower_bound = below;
+    result.none_below = true;
+    result.status = str_cat("no selection below ", below * 1e3, " ms");
+  } else {
+    result =
+        selection_from(problem, fallback, outcome, crash, blp.scale(), time_limit_seconds, SolveDepth::ToOptimality, 0);
+    if (outcome && outcome->has_solution && !result.proven_optimal && result.cost < below)
+      result.status = str_cat("below ", below * 1e3, " ms (the first selection found)");
+  }
+  result.seconds = seconds_since(start);
   return result;
 }
 

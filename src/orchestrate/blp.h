@@ -51,6 +51,7 @@ struct SelectionResult {
   double lower_bound = 0;  // best bound proven by the solver
   bool proven_optimal = false;
   bool within_gap = false;  // the solve stopped within its relative_gap of the bound (not proven optimal)
+  bool none_below = false;  // find_selection_below proved that no selection costs less than its bound
   double seconds = 0;
   std::string status;  // "optimal", "time limit (gap x%)", ...
 };
@@ -66,6 +67,15 @@ enum class SolveDepth { ToOptimality, RootOnly };
 SelectionResult solve_selection_blp(const SelectionProblem& problem, const std::vector<int>& warm_start,
                                     double time_limit_seconds, SolveDepth depth = SolveDepth::ToOptimality,
                                     double relative_gap = 0);
+// A selection costing less than `below` seconds (the first CBC finds, not the cheapest), or the
+// proof that none exists: none_below, lower_bound = below, and the fallback selection (pruned)
+// chosen. Lazy profiling's closing question, once its cheapest selection of measured kernels is
+// known: proving no selection beats a bound is cheaper than proving an optimum (no incumbent to
+// improve, every node whose bound reaches the cutoff pruned), and a selection that does beat it
+// is what to measure next. At the time limit, or when the solver fails, the fallback is chosen
+// with the solver's bound.
+SelectionResult find_selection_below(const SelectionProblem& problem, const std::vector<int>& fallback, double below,
+                                     double time_limit_seconds);
 // The cost of a selection: its kernels' costs less the link savings it realises (a selected
 // kernel's output is linked when it can be, is not required, and every selected reader takes
 // it in the internal layout; readers of a linked tensor save their input saving).

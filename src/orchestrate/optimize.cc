@@ -585,7 +585,9 @@ std::vector<int> cheapest_measured(const SelectionProblem& problem, const std::v
 // what the optimum uses, drop what cannot be built, re-solve, until the optimum is made of
 // measured kernels only, or a selection of measured kernels is within options.profiling_gap of
 // the round's lower bound; rounds that only guide what to measure stop their solve early, and the
-// last one is solved in full.
+// last one is solved in full: once a selection of measured kernels is at hand, as the question
+// whether any selection beats it by more than the gap (find_selection_below), whose answer is
+// either that proof or a cheaper selection to measure.
 PartitionChoice choose_kernels(const PrimGraph& g, const Partition& part, std::vector<Kernel>& cands,
                                const std::vector<int>& warm, PricedCache& prices, const OptimizeOptions& options,
                                OptimizeResult& result, PartitionReport& report) {
@@ -608,27 +610,44 @@ PartitionChoice choose_kernels(const PrimGraph& g, const Partition& part, std::v
   while (true) {
     std::vector<int> active_index, start;
     SelectionProblem problem = active_problem(g, part, cands, dropped, warm, previous, prices, &active_index, &start);
-    // A full solve under lazy profiling may stop within the profiling gap of its bound: the
-    // partition's answer is only claimed within that gap anyway.
-    sel = full_solve
-              ? solve_selection_blp(problem, start, options.solver_time_limit, SolveDepth::ToOptimality,
-                                    prices.measuring() ? options.profiling_gap : 0)
-              : solve_selection_blp(problem, start, std::min(options.solver_time_limit, options.guide_solve_time_limit),
-                                    options.guide_solves_root_only ? SolveDepth::RootOnly : SolveDepth::ToOptimality);
+    // A full solve under lazy profiling with a selection of measured kernels at hand (the start)
+    // only asks whether some selection beats it by more than the profiling gap: the partition's
+    // answer is only claimed within that gap anyway. Otherwise a full solve may stop within the
+    // gap of its bound.
+    double start_cost = 0;
+    bool closing =
+        full_solve && prices.measuring() && !choice.capped && options.profiling_gap > 0 && !start.empty() &&
+        std::all_of(start.begin(), start.end(), [&](int k) { return prices.is_measured(cands[active_index[k]]); }) &&
+        (start_cost = selection_cost(problem, start)) > 0;
+    if (closing)
+      sel = find_selection_below(problem, start, start_cost / (1 + options.profiling_gap), options.solver_time_limit);
+    else
+      sel = full_solve ? solve_selection_blp(problem, start, options.solver_time_limit, SolveDepth::ToOptimality,
+                                             prices.measuring() ? options.profiling_gap : 0)
+                       : solve_selection_blp(
+                             problem, start, std::min(options.solver_time_limit, options.guide_solve_time_limit),
+                             options.guide_solves_root_only ? SolveDepth::RootOnly : SolveDepth::ToOptimality);
     ++result.solve_rounds;
     ++report.solves;
     if (options.log_round) {
       int unmeasured = 0;
       for (int k : sel.chosen) unmeasured += prices.measuring() && !prices.is_measured(cands[active_index[k]]);
-      options.log_round(str_cat("partition ", report.index, " (", part.prims.size(), " primitives) solve ",
-                                report.solves, full_solve ? " full" : " guide", ": ", sel.seconds, " s, ",
-                                active_index.size(), " candidates, cost ", sel.cost * 1e3, " ms, lower bound ",
-                                sel.lower_bound * 1e3, " ms, ", sel.chosen.size(), " kernels (", unmeasured,
-                                " unmeasured), ", sel.status));
+      options.log_round(str_cat(
+          "partition ", report.index, " (", part.prims.size(), " primitives) solve ", report.solves,
+          closing      ? " closing"
+          : full_solve ? " full"
+                       : " guide",
+          ": ", sel.seconds, " s, ", active_index.size(), " candidates, cost ", sel.cost * 1e3, " ms, lower bound ",
+          sel.lower_bound * 1e3, " ms, ", sel.chosen.size(), " kernels (", unmeasured, " unmeasured), ", sel.status));
     }
     report.solver_seconds += sel.seconds;
     result.solver_seconds += sel.seconds;
-    if (prices.measuring() && !choice.capped && options.profiling_gap > 0) {
+    if (closing && sel.none_below) {
+      sel.status =
+          str_cat("optimal within ", options.profiling_gap * 100, "% (lazy profiling stopped: ", start_cost * 1e3,
+                  " ms measured, no selection below ", sel.lower_bound * 1e3, " ms)");
+      choice.within_gap = true;
+    } else if (prices.measuring() && !choice.capped && options.profiling_gap > 0) {
       double best_cost = 0;
       std::vector<int> best = cheapest_measured(problem, start, sel.chosen, active_index, cands, prices, &best_cost);
       bool exact = best == sel.chosen && (full_solve || sel.proven_optimal);  // ends below as an optimum
@@ -646,6 +665,8 @@ PartitionChoice choose_kernels(const PrimGraph& g, const Partition& part, std::v
     previous = sel.chosen;
     if (!prices.measuring() || choice.within_gap) break;
     if (measure_choice(sel.chosen, cands, dropped, prices, options)) {
+      // A closing solve found a cheaper selection of measured kernels: ask again below it.
+      if (closing && !sel.proven_optimal && sel.cost < start_cost) continue;
       choice.within_gap = choice.within_gap || (full_solve && sel.within_gap);
       if (full_solve || sel.proven_optimal) break;
       full_solve = true;  // stopped early on measured kernels only: solve this round in full

@@ -229,6 +229,43 @@ TEST(Blp, RelativeGapStopsWithinTheGapOfTheOptimum) {
   EXPECT_GT(stopped_at_gap, 0);  // the gap ended some searches before a proof
 }
 
+// Lazy profiling's closing question on seconds-scale costs: a bound above the optimum yields a
+// feasible selection below it; a bound at or below the optimum yields the proof that none exists
+// and the fallback selection (here the single primitives).
+TEST(Blp, FindsASelectionBelowABoundOrProvesThereIsNone) {
+  std::mt19937 rng(2468);
+  int checked = 0;
+  for (int trial = 0; checked < 100 && trial < 5000; ++trial) {
+    PrimGraph g = random_dag(rng, 4 + static_cast<int>(rng() % 9));
+    Partition part = whole(g);
+    std::vector<Kernel> cands = candidates_at_most(g, part, 20);
+    std::uniform_real_distribution<double> cost(1e-6, 1e-4);
+    for (Kernel& k : cands) k.cost = cost(rng) * (1.0 + 0.2 * k.prims.size());
+    SelectionProblem problem = selection_problem(g, part, cands);
+    std::vector<int> singles;
+    for (size_t k = 0; k < cands.size(); ++k)
+      if (cands[k].prims.size() == 1) singles.push_back(static_cast<int>(k));
+    if (!selection_is_feasible(problem, singles)) continue;
+    double optimum = solve_selection_brute_force(problem).cost;
+
+    SelectionResult above = find_selection_below(problem, singles, optimum * 1.05, 30);
+    EXPECT_FALSE(above.none_below);
+    ASSERT_TRUE(selection_is_feasible(problem, above.chosen));
+    EXPECT_LT(above.cost, optimum * 1.05);
+    EXPECT_GE(above.cost, optimum * (1 - 1e-9));
+
+    for (double below : {optimum * (1 - 1e-6), optimum * 0.9}) {
+      SelectionResult none = find_selection_below(problem, singles, below, 30);
+      ASSERT_TRUE(none.none_below) << "trial " << trial << ": " << none.status;
+      EXPECT_EQ(none.lower_bound, below);
+      EXPECT_NEAR(none.cost, selection_cost(problem, singles), 1e-12);
+      EXPECT_EQ(none.status.rfind("no selection below", 0), 0u) << none.status;
+    }
+    ++checked;
+  }
+  EXPECT_EQ(checked, 100);
+}
+
 // Measured costs are seconds, 1e-7 .. 1e-3 per kernel: as small as CBC's absolute tolerances.
 // The optimum must still be exact (the BLP scales its objective).
 TEST(Blp, SecondsScaleCostsMatchBruteForce) {
@@ -702,6 +739,36 @@ TEST(Optimize, ProfilingGapStopsWithinTheGapOfTheOptimum) {
   bool said = false;
   for (const PartitionReport& p : within.partitions) said = said || p.status.rfind("optimal within 20%", 0) == 0;
   EXPECT_TRUE(said);
+}
+
+// Once a selection of measured kernels is at hand, a partition's last solve only asks whether
+// any selection beats it by more than the profiling gap: the plan stays within the gap of the
+// optimum that full solves reach, and a partition whose question was answered "none" says so.
+TEST(Optimize, ClosingSolvesEndWithinTheGapOfTheOptimum) {
+  AnalyticCostModel model{MachineFigures{}};
+  const double gap = 0.01;
+  int closing = 0, none_below = 0;
+  for (int blocks : {3, 4}) {
+    PrimGraph g = residual_net(blocks);
+    std::vector<OptimizeResult> results;
+    for (double profiling_gap : {0.0, gap}) {
+      FakeMeasurer measurer(model, 4.0);  // fused kernels dearer than estimated: several rounds
+      OptimizeOptions options;
+      options.measurer = &measurer;
+      options.profiling_gap = profiling_gap;
+      options.log_round = [&](const std::string& line) { closing += line.find(" closing: ") != std::string::npos; };
+      results.push_back(optimize(g, model, options));
+    }
+    const OptimizeResult &exact = results[0], &within = results[1];
+    EXPECT_TRUE(exact.all_optimal);
+    EXPECT_TRUE(within.all_optimal);
+    EXPECT_TRUE(validate_plan(g, within.korch).empty());
+    EXPECT_LE(within.korch.predicted_seconds(), exact.korch.predicted_seconds() * (1 + gap) * (1 + 1e-9));
+    for (const PartitionReport& p : within.partitions)
+      none_below += p.status.find("no selection below") != std::string::npos;
+  }
+  EXPECT_GT(closing, 0);
+  EXPECT_GT(none_below, 0);
 }
 
 // Every BLP solve is logged (korch optimize --verbose) and counted per partition; without a gap
