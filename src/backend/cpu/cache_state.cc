@@ -45,6 +45,14 @@ void fence_flushes() {}
 
 }  // namespace
 
+MemorySpan read_back_part(const MemorySpan& input, int64_t last_level_cache_bytes) {
+  const auto* data = static_cast<const unsigned char*>(input.first);
+  int64_t keep = std::max<int64_t>(kLine, last_level_cache_bytes / 2);
+  if (input.second <= keep) return input;
+  int64_t skip = (input.second - keep) / kLine * kLine;
+  return {data + skip, input.second - skip};
+}
+
 // Every thread of the team reads its own slice of `bytes_per_thread` (one read per line: clean
 // lines, no write-back later).
 void CacheState::sweep(int64_t bytes_per_thread) {
@@ -75,7 +83,8 @@ void CacheState::prepare(const std::vector<MemorySpan>& inputs, const std::vecto
     sweep(3 * last_level_cache_bytes() / 2 / std::max(1, omp_get_max_threads()));
   }
   uint64_t sum = 0;
-  for (const auto& [data, bytes] : inputs) {
+  for (const MemorySpan& input : inputs) {
+    auto [data, bytes] = read_back_part(input, last_level_cache_bytes());
     const auto* p = static_cast<const unsigned char*>(data);
 #pragma omp parallel for schedule(static) reduction(+ : sum)
     for (int64_t i = 0; i < bytes; i += kLine) sum += p[i];

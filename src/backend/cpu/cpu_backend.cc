@@ -96,11 +96,12 @@ class CpuBackend : public Backend {
   std::string name() const override { return "cpu"; }
   std::string target() const override { return target_; }
   // flushed-cache: kernels are timed after their own memory is flushed from the caches; linked-variants: the
-  // variant a cache entry keeps is the fastest with its layout conversions saved (profiler.cc).
+  // variant a cache entry keeps is the fastest with its layout conversions saved (profiler.cc); tail-read-back:
+  // inputs are read back up to half the last-level cache before a timed run (cache_state.h).
   std::string versions() const override {
     const dnnl_version_t* v = dnnl_version();
     return str_cat("halide14 onednn", v->major, ".", v->minor, ".", v->patch, " ", kCodegenVersion,
-                   " flushed-cache linked-variants");
+                   " flushed-cache linked-variants tail-read-back");
   }
   std::string codegen() const override { return kCodegenVersion; }
   int threads() const override { return threads_; }
