@@ -1,7 +1,7 @@
 // korch_blp_replay: solves BLPs written by a korch run with KORCH_BLP_DUMP_DIR set, with the CBC
 // settings that run used (recorded beside each BLP) plus any given as NAME VALUE pairs (CBC's command-line names), each
 // to optimality (60 s cap) from its warm start, and prints per problem the seconds, objective and whether it was proven
-// optimal. To compare solver settings on the problems of real models:
+// optimal (or, under a cutoff, proven infeasible). To compare solver settings on the problems of real models:
 //   KORCH_BLP_DUMP_DIR=dumps build/korch optimize model.onnx --cost measured --cache fresh.sqlite
 //   build/korch_blp_replay dumps/blp-*.mps.gz -- passCuts 20
 #include <coin/Cbc_C_Interface.h>
@@ -57,8 +57,10 @@ void solve(const std::string& mps, const std::vector<std::string>& settings) {
   auto t0 = std::chrono::steady_clock::now();
   Cbc_solve(model);
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::printf("%s %.3f s objective %.6f optimal %d\n", mps.c_str(), seconds, Cbc_getObjValue(model),
-              Cbc_isProvenOptimal(model));
+  // infeasible 1 under a cutoff (korch's closing solves): no selection below it.
+  std::printf("%s %.3f s objective %.6f optimal %d infeasible %d bound %.6f\n", mps.c_str(), seconds,
+              Cbc_getObjValue(model), Cbc_isProvenOptimal(model), Cbc_isProvenInfeasible(model),
+              Cbc_getBestPossibleObjValue(model));
   Cbc_deleteModel(model);
 }
 
