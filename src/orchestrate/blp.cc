@@ -259,6 +259,7 @@ class BlpModel {
   BlpModel(const SelectionProblem& problem, double time_limit_seconds, SolveDepth depth, double relative_gap)
       : problem_(problem),
         depth_(depth),
+        time_limit_seconds_(time_limit_seconds),
         n_(static_cast<int>(problem.candidates.size())),
         producers_(problem.num_tensors),
         coverers_(problem.num_prims),
@@ -425,18 +426,20 @@ class BlpModel {
   // the warm start handed to CBC, if any (one kernel column per line); N counts the solves of this
   // process. bench/blp_replay.cc reads them, to study solver settings offline on the problems of a
   // real run.
-  void write_problem(const std::string& dir, double time_limit_seconds) {
+  void write_problem(const std::string& dir) {
     static std::atomic<int> next_index{0};
     std::string base = str_cat(dir, "/blp-", next_index++);
     Cbc_writeMps(model_, base.c_str());
     std::ofstream start(base + ".start");
-    start << time_limit_seconds << " " << n_ << "\n";
+    start << time_limit_seconds_ << " " << n_ << "\n";
     for (const auto& [name, value] : parameters()) start << name << " " << value << " ";
     start << "\n";
     for (int k : handed_warm_start_) start << k << "\n";
   }
-  // Solves in a child process (solve_in_child); `crash` says why when it died.
+  // Solves in a child process (solve_in_child); `crash` says why when it died. With
+  // KORCH_BLP_DUMP_DIR set, the problem is written there first (write_problem).
   std::optional<CbcOutcome> solve(std::string* crash) {
+    if (const char* dir = std::getenv("KORCH_BLP_DUMP_DIR")) write_problem(dir);
     bool died = false;
     std::optional<CbcOutcome> outcome = solve_in_child(model_, n_, crash, &died);
     if (died) *crash += keep_problem_for_report(model_);
@@ -470,6 +473,7 @@ class BlpModel {
 
   const SelectionProblem& problem_;
   SolveDepth depth_;
+  double time_limit_seconds_;
   std::vector<int> handed_warm_start_;
   std::vector<std::pair<std::string, std::string>> set_later_;  // parameters set after the constructor's
   int n_;
@@ -553,7 +557,6 @@ SelectionResult solve_selection_blp(const SelectionProblem& problem, const std::
   BlpModel blp(problem, time_limit_seconds, depth, relative_gap);
   add_selection_blp(blp);
   blp.set_warm_start(warm_start);
-  if (const char* dir = std::getenv("KORCH_BLP_DUMP_DIR")) blp.write_problem(dir, time_limit_seconds);
   std::string crash;
   std::optional<CbcOutcome> outcome = blp.solve(&crash);
   SelectionResult result =
@@ -568,7 +571,6 @@ SelectionResult find_selection_below(const SelectionProblem& problem, const std:
   BlpModel blp(problem, time_limit_seconds, SolveDepth::ToOptimality, 0);
   add_selection_blp(blp);
   blp.stop_at_first_below(below);  // no warm start: the fallback costs more than `below`, CBC would reject it
-  if (const char* dir = std::getenv("KORCH_BLP_DUMP_DIR")) blp.write_problem(dir, time_limit_seconds);
   std::string crash;
   std::optional<CbcOutcome> outcome = blp.solve(&crash);
   SelectionResult result;

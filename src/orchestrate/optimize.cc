@@ -559,19 +559,23 @@ void stop_profiling(std::vector<Kernel>& cands, std::vector<char>& dropped, Pric
     if (!prices.is_measured(cands[i]) && !(budget && cands[i].prims.size() == 1)) dropped[i] = 1;
 }
 
+// Whether ks (active indices) is a feasible selection of measured kernels only.
+bool measured_selection(const SelectionProblem& problem, const std::vector<int>& ks,
+                        const std::vector<int>& active_index, const std::vector<Kernel>& cands,
+                        const PricedCache& prices) {
+  return !ks.empty() && selection_is_feasible(problem, ks) &&
+         std::all_of(ks.begin(), ks.end(), [&](int k) { return prices.is_measured(cands[active_index[k]]); });
+}
+
 // The cheapest selection made of measured kernels among the round's warm start and its solution
 // (active indices; empty when neither is), with its cost.
 std::vector<int> cheapest_measured(const SelectionProblem& problem, const std::vector<int>& start,
                                    const std::vector<int>& solution, const std::vector<int>& active_index,
                                    const std::vector<Kernel>& cands, const PricedCache& prices, double* cost) {
-  auto measured = [&](const std::vector<int>& ks) {
-    return !ks.empty() && selection_is_feasible(problem, ks) &&
-           std::all_of(ks.begin(), ks.end(), [&](int k) { return prices.is_measured(cands[active_index[k]]); });
-  };
   std::vector<int> best;
   *cost = std::numeric_limits<double>::infinity();
   for (const std::vector<int>* ks : {&start, &solution}) {
-    if (!measured(*ks)) continue;
+    if (!measured_selection(problem, *ks, active_index, cands, prices)) continue;
     double c = selection_cost(problem, *ks);
     if (c < *cost) {
       best = *ks;
@@ -614,11 +618,10 @@ PartitionChoice choose_kernels(const PrimGraph& g, const Partition& part, std::v
     // only asks whether some selection beats it by more than the profiling gap: the partition's
     // answer is only claimed within that gap anyway. Otherwise a full solve may stop within the
     // gap of its bound.
-    double start_cost = 0;
-    bool closing =
-        full_solve && prices.measuring() && !choice.capped && options.profiling_gap > 0 && !start.empty() &&
-        std::all_of(start.begin(), start.end(), [&](int k) { return prices.is_measured(cands[active_index[k]]); }) &&
-        (start_cost = selection_cost(problem, start)) > 0;
+    bool closing = full_solve && prices.measuring() && !choice.capped && options.profiling_gap > 0 &&
+                   measured_selection(problem, start, active_index, cands, prices);
+    double start_cost = closing ? selection_cost(problem, start) : 0;
+    closing = closing && start_cost > 0;
     if (closing)
       sel = find_selection_below(problem, start, start_cost / (1 + options.profiling_gap), options.solver_time_limit);
     else
