@@ -330,6 +330,28 @@ std::vector<KernelCase> memory_bound_kernel_cases() {
          g.mark_output(g.add_primitive(PrimOp::Slice, {r}, sl));
          return g;
        }});
+  // Attention's deferred softmax division: E V divided by the row sums of E, heads merged into the
+  // rows' columns. Per parallel row, the sums are needed for that row only.
+  cs.push_back(
+      {"row sums dividing a product behind a head merge (reduce, div, transpose, reshape)", [] {
+         PrimGraph g;
+         TensorId e = g.add_input("e", DType::F32, {2, 16, 24});
+         TensorId z = g.add_input("z", DType::F32, {2, 16, 8});
+         TensorId sum = g.add_primitive(PrimOp::ReduceSum, {e}, axes({2}, 1));
+         TensorId b = g.add_primitive(PrimOp::Broadcast, {sum}, Attrs().set("shape", std::vector<int64_t>{2, 16, 8}));
+         TensorId y = g.add_primitive(PrimOp::Div, {z, b}, {});
+         TensorId t = g.add_primitive(PrimOp::Transpose, {y}, Attrs().set("perm", std::vector<int64_t>{1, 0, 2}));
+         g.mark_output(g.add_primitive(PrimOp::Reshape, {t}, Attrs().set("shape", std::vector<int64_t>{16, 16})));
+         return g;
+       }});
+  cs.push_back(
+      {"reshape regrouping across dims of extent 1", [] {
+         PrimGraph g;
+         TensorId x = g.add_input("x", DType::F32, {6, 1, 4, 5});
+         TensorId r = g.add_primitive(PrimOp::Reshape, {x}, Attrs().set("shape", std::vector<int64_t>{1, 2, 12, 5, 1}));
+         g.mark_output(g.add_primitive(PrimOp::Exp, {r}, {}));
+         return g;
+       }});
   cs.push_back(
       {"concat + broadcast mul", [] {
          PrimGraph g;

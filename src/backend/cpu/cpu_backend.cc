@@ -97,11 +97,13 @@ class CpuBackend : public Backend {
   std::string target() const override { return target_; }
   // flushed-cache: kernels are timed after their own memory is flushed from the caches; linked-variants: the
   // variant a cache entry keeps is the fastest with its layout conversions saved (profiler.cc); tail-read-back:
-  // inputs are read back up to half the last-level cache before a timed run (cache_state.h).
+  // inputs are read back up to half the last-level cache before a timed run (cache_state.h); grouped-reshape: a
+  // Reshape reads its input through per-group index maps (halide_lowering::reshape_source_index), so kernels
+  // with a reduction behind a reshape no longer compute it over the whole tensor per parallel slice.
   std::string versions() const override {
     const dnnl_version_t* v = dnnl_version();
     return str_cat("halide14 onednn", v->major, ".", v->minor, ".", v->patch, " ", kCodegenVersion,
-                   " flushed-cache linked-variants tail-read-back");
+                   " flushed-cache linked-variants tail-read-back grouped-reshape");
   }
   std::string codegen() const override { return kCodegenVersion; }
   int threads() const override { return threads_; }

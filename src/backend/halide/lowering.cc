@@ -426,6 +426,54 @@ Expr Generator::explicit_reduction(const Primitive& prim, TensorId x, const std:
   return value;
 }
 
+// The dims of a Reshape split into groups of consecutive output and input dims with equal element
+// counts (a reshape merges and splits dims only within them). Inside a group the input coordinates
+// come from the group's linear index, the outermost without a modulo, and a dim that is its
+// group's only one on both sides is read as is. So Halide's bounds inference stays exact on every
+// dim the reshape keeps: with one linear index over all dims and a modulo per dim, a reduction
+// computed per parallel row behind a reshape was computed over the whole tensor for every row.
+std::vector<Expr> reshape_source_index(const Shape& out, const Shape& in, const std::vector<Expr>& idx) {
+  std::vector<Expr> coords(in.size(), Expr(0));
+  if (num_elements(out) == 0) return coords;
+  size_t i = 0, j = 0;
+  while (true) {
+    while (i < out.size() && out[i] == 1) ++i;  // dims of extent 1 belong to no group
+    while (j < in.size() && in[j] == 1) ++j;
+    if (i == out.size() || j == in.size()) break;
+    // The group out[i0, i), in[j0, j): the fewest dims from here with equal element counts.
+    const size_t i0 = i, j0 = j;
+    int64_t out_count = 1, in_count = 1;
+    do {
+      if (i < out.size() && (out_count <= in_count || j == in.size()))
+        out_count *= out[i++];
+      else
+        in_count *= in[j++];
+    } while (out_count != in_count);
+    std::vector<size_t> out_dims, in_dims;  // the group's dims of extent > 1
+    for (size_t a = i0; a < i; ++a)
+      if (out[a] != 1) out_dims.push_back(a);
+    for (size_t b = j0; b < j; ++b)
+      if (in[b] != 1) in_dims.push_back(b);
+    if (out_dims.size() == 1 && in_dims.size() == 1) {
+      coords[in_dims[0]] = idx[out_dims[0]];
+      continue;
+    }
+    Expr lin = 0;
+    int64_t stride = 1;
+    for (size_t a = out_dims.size(); a-- > 0;) {
+      lin = lin + idx[out_dims[a]] * static_cast<int>(stride);
+      stride *= out[out_dims[a]];
+    }
+    stride = 1;
+    for (size_t b = in_dims.size(); b-- > 0;) {
+      Expr c = stride == 1 ? lin : lin / static_cast<int>(stride);
+      coords[in_dims[b]] = b == 0 ? c : c % static_cast<int>(in[in_dims[b]]);
+      stride *= in[in_dims[b]];
+    }
+  }
+  return coords;
+}
+
 Expr Generator::layout(const Primitive& prim, const std::vector<Expr>& idx) {
   TensorId x = prim.inputs[0];
   const Shape& s = g_.tensor(x).shape;
@@ -437,18 +485,7 @@ Expr Generator::layout(const Primitive& prim, const std::vector<Expr>& idx) {
       for (size_t j = 0; j < perm.size(); ++j) in[perm[j]] = idx[j];
       return at(x, in);
     }
-    case PrimOp::Reshape: {
-      const Shape& o = g_.tensor(prim.output).shape;
-      // Linear index in the output, then coordinates in the input.
-      Expr lin = 0;
-      std::vector<int64_t> os = strides_of(o), is = strides_of(s);
-      for (size_t j = 0; j < o.size(); ++j)
-        if (o[j] != 1) lin = lin + idx[j] * static_cast<int>(os[j]);
-      std::vector<Expr> in(s.size());
-      for (size_t j = 0; j < s.size(); ++j)
-        in[j] = s[j] == 1 ? Expr(0) : (lin / static_cast<int>(is[j])) % static_cast<int>(s[j]);
-      return at(x, in);
-    }
+    case PrimOp::Reshape: return at(x, reshape_source_index(g_.tensor(prim.output).shape, s, idx));
     case PrimOp::Slice: {
       const auto& st = a.ints("starts");
       const auto& sp = a.ints("steps");

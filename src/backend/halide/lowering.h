@@ -35,6 +35,10 @@ Halide::Type storage_type(DType t);
 // (when not null), when k has a Linear primitive or `build` throws Unsupported or a Halide error.
 bool try_building(const Kernel& k, std::string* why_not, const std::function<void()>& build);
 
+// The coordinates of `in` that a Reshape to `out` reads at output coordinates `idx` (out's dims,
+// outermost first), grouped so that bounds inference stays exact on dims the reshape keeps.
+std::vector<Expr> reshape_source_index(const Shape& out, const Shape& in, const std::vector<Expr>& idx);
+
 // Builds the Funcs of one kernel.
 class Generator {
  public:
