@@ -61,7 +61,16 @@ class PricedCache {
     if (it == implementable_.end()) it = implementable_.emplace(k.hash, measurer_->implementable(g_, k)).first;
     return it->second;
   }
-  bool is_measured(const Kernel& k) const { return measured_.count(k.hash) != 0; }
+  // Measured and built: a structure the measurer refused (another partition's candidate of the
+  // same structure, measured before) is not, and has no price but its estimate.
+  bool is_measured(const Kernel& k) const {
+    auto it = measured_.find(k.hash);
+    return it != measured_.end() && it->second.has_value();
+  }
+  bool is_refused(const Kernel& k) const {
+    auto it = measured_.find(k.hash);
+    return it != measured_.end() && !it->second.has_value();
+  }
   // What measuring an unmeasured kernel is likely to find: by the learned model where it predicts
   // more than the price, otherwise the price. It may rank rivals; it never prices a candidate
   // (OptimizeOptions::learned_rival_ranking).
@@ -534,9 +543,8 @@ bool measure_choice(const std::vector<int>& chosen, std::vector<Kernel>& cands, 
     for (int k : rivals_of(out))
       if (!prices.measure(cands[k], cands[k].prims.size() == 1)) dropped[k] = 1;
   }
-  for (size_t i = 0; i < cands.size(); ++i)
-    if (!dropped[i] && prices.is_measured(cands[i]) && !prices.measure(cands[i], cands[i].prims.size() == 1))
-      dropped[i] = 1;
+  for (size_t i = 0; i < cands.size(); ++i)  // candidates of a structure refused just now
+    if (!dropped[i] && prices.is_refused(cands[i])) dropped[i] = 1;
   return all_measured;
 }
 
@@ -598,7 +606,7 @@ PartitionChoice choose_kernels(const PrimGraph& g, const Partition& part, std::v
   std::vector<char> dropped(cands.size(), 0);
   if (prices.measuring())
     for (size_t i = 0; i < cands.size(); ++i)
-      if (cands[i].prims.size() > 1 && !prices.implementable(cands[i])) dropped[i] = 1;
+      if ((cands[i].prims.size() > 1 && !prices.implementable(cands[i])) || prices.is_refused(cands[i])) dropped[i] = 1;
   if (!prices.measuring() && options.supported)
     for (size_t i = 0; i < cands.size(); ++i)
       if (cands[i].prims.size() > 1 && !options.supported(g, cands[i])) dropped[i] = 1;

@@ -878,6 +878,53 @@ TEST(Optimize, CappedProfilingIsStoredAsNotProvenOptimal) {
 
 // A spent profiling budget measures nothing more than the baselines and still returns a valid
 // plan no dearer than the greedy plan under the same measured prices, saying so.
+// A measurer that cannot build any fused kernel with a Relu (as oneDNN refuses some epilogues).
+class ReluFusionRefusingMeasurer : public FakeMeasurer {
+ public:
+  using FakeMeasurer::FakeMeasurer;
+  std::optional<double> measure(const PrimGraph& g, const Kernel& k) override {
+    bool relu = false;
+    for (PrimId p : k.prims) relu = relu || g.prim(p).op == PrimOp::Relu;
+    if (relu && k.prims.size() > 1) {
+      ++refused;
+      return std::nullopt;
+    }
+    return FakeMeasurer::measure(g, k);
+  }
+  int refused = 0;
+};
+
+// A structure refused while one partition is profiled is no candidate of the next one (here two
+// blocks that differ after their Conv+bias+Relu, so neither partition reuses the other's
+// solution): it is never priced at its estimate as if measured and chosen.
+TEST(Optimize, AStructureRefusedInOnePartitionIsNoCandidateInTheNext) {
+  PrimGraph g;
+  TensorId x = g.add_input("x", DType::F32, {1, 4, 8, 8});
+  for (PrimOp join : {PrimOp::Add, PrimOp::Mul}) {
+    TensorId w = g.add_constant("w", std::make_shared<const TensorData>(TensorData(DType::F32, {4, 4, 3, 3})));
+    TensorId bias = g.add_constant("b", std::make_shared<const TensorData>(TensorData(DType::F32, {4, 1, 1})));
+    TensorId y = g.add_primitive(PrimOp::Conv, {x, w}, conv_attrs());
+    y = g.add_primitive(PrimOp::Add, {y, bias}, {});
+    y = g.add_primitive(PrimOp::Relu, {y}, {});
+    x = g.add_primitive(join, {y, x}, {});
+  }
+  g.mark_output(x);
+  AnalyticCostModel model{MachineFigures{}};
+  ReluFusionRefusingMeasurer measurer(model);
+  OptimizeOptions options;
+  options.measurer = &measurer;
+  options.partition.max_prims = 4;
+  OptimizeResult r = optimize(g, model, options);
+  ASSERT_EQ(r.partitions.size(), 2u);
+  EXPECT_GT(measurer.refused, 0);
+  EXPECT_TRUE(validate_plan(g, r.korch).empty());
+  for (const Kernel& k : r.korch.kernels) {
+    bool relu = false;
+    for (PrimId p : k.prims) relu = relu || g.prim(p).op == PrimOp::Relu;
+    EXPECT_FALSE(relu && k.prims.size() > 1) << "a refused kernel is in the plan (" << k.prims.size() << " primitives)";
+  }
+}
+
 TEST(Optimize, SpentBudgetChoosesAmongMeasuredKernels) {
   PrimGraph g = residual_net(3);
   AnalyticCostModel model{MachineFigures{}};
