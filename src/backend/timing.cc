@@ -53,7 +53,7 @@ double median_run_seconds(const std::function<void()>& run, int min_runs, double
     local.warmup_seconds += seconds;
     ++local.warmup_runs;
     if (i == 0 && seconds >= kSlowRunSeconds) {
-      min_runs = std::min(min_runs, 3);
+      min_runs = std::min(min_runs, seconds >= kVerySlowRunSeconds ? 1 : 3);
       break;
     }
   }

@@ -38,11 +38,14 @@ inline constexpr MedianPrecision kProfileMedianPrecision{0.02, 0};
 bool median_is_stable(const std::vector<double>& sorted, const MedianPrecision& precision);
 // A run at least this long needs one warm-up run and three timed runs (below).
 inline constexpr double kSlowRunSeconds = 0.02;
+// A run at least this long needs one warm-up run and one timed run: timer and scheduling noise
+// are far below its length, and each further run costs as much as compiling several kernels.
+inline constexpr double kVerySlowRunSeconds = 0.25;
 // Median seconds of `run` (two warm-up runs, then at least `min_runs` and ~`budget_seconds` of
 // wall time, at most 200 runs). A run whose first warm-up took kSlowRunSeconds or more gets one
-// warm-up and at most three timed runs: its first-touch costs are paid by then, and timer and
-// scheduling noise are small beside it (a 4096-token encoder's attention kernels take 30-300 ms). With a `stop_at`
-// precision the runs stop early, once at least 9 were taken, when the median is known that precisely
+// warm-up and at most three timed runs (one from kVerySlowRunSeconds): its first-touch costs are paid by then,
+// and timer and scheduling noise are small beside it (a 4096-token encoder's attention kernels take 30-300 ms). With a
+// `stop_at` precision the runs stop early, once at least 9 were taken, when the median is known that precisely
 // (median_is_stable). `prepare` (optional) runs untimed before every run. `stats` (optional) is added what the timing
 // cost.
 double median_run_seconds(const std::function<void()>& run, int min_runs = 5, double budget_seconds = 0.02,

@@ -78,5 +78,15 @@ TEST(Timing, SlowRunsWarmUpOnceAndTimeThreeRuns) {
   EXPECT_EQ(slow.timed_runs, 3);  // fast runs: two warm-ups and min_runs (StopsEarlyOnlyWhenAskedAndStable)
 }
 
+// From kVerySlowRunSeconds: one warm-up and one timed run.
+TEST(Timing, VerySlowRunsWarmUpOnceAndTimeOneRun) {
+  TimingStats slow;
+  auto sleep = [] { std::this_thread::sleep_for(std::chrono::duration<double>(kVerySlowRunSeconds * 1.1)); };
+  double median = median_run_seconds(sleep, 5, 0.02, {}, &slow);
+  EXPECT_EQ(slow.warmup_runs, 1);
+  EXPECT_EQ(slow.timed_runs, 1);
+  EXPECT_GE(median, kVerySlowRunSeconds);
+}
+
 }  // namespace
 }  // namespace korch
