@@ -74,10 +74,10 @@ std::vector<LinearShape> linear_shapes() {
   };
   transformer("vit_b_16", 197);
   transformer("bert_base", 128);
+  transformer("vit_b_16@384", 577);
   auto attention = [&](const std::string& model, int64_t heads, int64_t tokens) {
     s.push_back({model, "attention fused", "Attention", {heads, tokens, 64}, {heads, tokens, 64}});
   };
-  attention("vit_b_16@384", 12, 577);
   attention("encoder_1024", 4, 1024);
   attention("encoder_4096", 4, 4096);
   auto conv = [&](const std::string& layer, int64_t in, int64_t out, int64_t hw, int64_t k, int64_t stride) {

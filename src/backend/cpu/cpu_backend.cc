@@ -99,11 +99,12 @@ class CpuBackend : public Backend {
   // variant a cache entry keeps is the fastest with its layout conversions saved (profiler.cc); tail-read-back:
   // inputs are read back up to half the last-level cache before a timed run (cache_state.h); grouped-reshape: a
   // Reshape reads its input through per-group index maps (halide_lowering::reshape_source_index), so kernels
-  // with a reduction behind a reshape no longer compute it over the whole tensor per parallel slice.
+  // with a reduction behind a reshape no longer compute it over the whole tensor per parallel slice;
+  // matmul-row-blocks: a MatMul with constant B and 256 rows or more has a third variant, its rows in blocks.
   std::string versions() const override {
     const dnnl_version_t* v = dnnl_version();
     return str_cat("halide14 onednn", v->major, ".", v->minor, ".", v->patch, " ", kCodegenVersion,
-                   " flushed-cache linked-variants tail-read-back grouped-reshape");
+                   " flushed-cache linked-variants tail-read-back grouped-reshape matmul-row-blocks");
   }
   std::string codegen() const override { return kCodegenVersion; }
   int threads() const override { return threads_; }

@@ -50,6 +50,7 @@ class Builder {
     if (k_.schedule < 0 || k_.schedule >= (conv_like ? 2 : matmul_variants(g_, a_)))
       unsupported("no schedule variant ", k_.schedule, " for ", describe_core());
     if (k_.schedule == 1) layouts = {conv_like ? !any_layout_first : true};
+    if (k_.schedule == 2) layouts = {true};
     if (fixed_) {
       if (!conv_like) unsupported("only convolutions take a fixed activation layout");
       layouts = {true};
@@ -66,8 +67,10 @@ class Builder {
     if (!pd) unsupported("oneDNN has no implementation for ", describe_core(), post_op_list(), ": ", error);
     if (fixed_ && is_ref_impl(pd->impl_info_str()))
       unsupported("the fixed layout leaves only the reference implementation");
-    if (k_.schedule == 1 && !fixed_ && is_ref_impl(pd->impl_info_str()))
-      unsupported(conv_like ? "the alternate activation layout" : "B stored transposed",
+    if (k_.schedule >= 1 && !fixed_ && is_ref_impl(pd->impl_info_str()))
+      unsupported(conv_like          ? "the alternate activation layout"
+                  : k_.schedule == 1 ? "B stored transposed"
+                                     : "row blocks",
                   " leaves only the reference implementation");
     if (is_ref_impl(pd->impl_info_str()) && (!a_.post_ops.empty() || !a_.prologue.empty())) {
       std::optional<dnnl::primitive_desc> bare;
@@ -79,6 +82,8 @@ class Builder {
         unsupported("fusing ", fused_list(), " into ", describe_core(),
                     " leaves only oneDNN's reference implementation");
     }
+
+    if (!conv_like && k_.schedule == 2) return build_row_blocks();
 
     auto kernel = std::make_unique<OnednnKernel>();
     kernel->graph_ = &g_;
@@ -161,6 +166,94 @@ class Builder {
   const Analysis& a_;
   std::optional<memory::format_tag> fixed_;
 
+  // Schedule variant 2 of a MatMul with constant B: row_blocks(a_) primitives, each over one block
+  // of consecutive output rows (and the same rows of A and of full binary operands), sharing the
+  // constants reordered once. oneDNN 2.6's brgemm matmul runs some row counts well below its
+  // usual rate and others faster in one piece (Xeon VM, 2 threads, [M,768]x[768,3072]: 576 or 590
+  // rows 315-317 GFLOP/s, 577 rows 238-278, 577 rows as blocks of 289 and 288: 294-300; 3136 x
+  // [64,256]: one piece 277-287, two blocks 239); profiling keeps whichever variant is faster.
+  std::unique_ptr<OnednnKernel> build_row_blocks() {
+    const int blocks = row_blocks(a_);
+    if (blocks < 2) unsupported("no row blocks for ", describe_core());
+    const size_t r = a_.dst_dims.size();
+    const int64_t rows = a_.dst_dims[r - 2];
+    dnnl::engine& eng = cpu_engine();
+    auto kernel = std::make_unique<OnednnKernel>();
+    kernel->graph_ = &g_;
+    kernel->kernel_ = k_;
+    std::vector<dnnl::primitive_desc> pds;
+    for (int b = 0; b < blocks; ++b) {
+      pds.push_back(make_pd(true, true, true, rows * (b + 1) / blocks - rows * b / blocks));
+      if (is_ref_impl(pds.back().impl_info_str()))
+        unsupported("a block of rows of ", describe_core(), " leaves only the reference implementation");
+    }
+    // Constants reordered for one block serve every block that wants them in the same layout.
+    struct Captured {
+      const void* data;
+      MD user, internal;
+      memory mem;
+    };
+    std::vector<Captured> captured;
+    size_t scratch_bytes = 0;
+    for (const dnnl::primitive_desc& pd : pds) scratch_bytes = std::max(scratch_bytes, pd.scratchpad_desc().get_size());
+    memory scratch;
+    if (scratch_bytes > 0)
+      scratch = memory(MD({static_cast<int64_t>(scratch_bytes)}, memory::data_type::u8, Dims{1}), eng);
+    for (int b = 0; b < blocks; ++b) {
+      const dnnl::primitive_desc& pd = pds[b];
+      const int64_t first = rows * b / blocks, count = rows * (b + 1) / blocks - first;
+      OnednnKernel::RowBlock block;
+      // sliced: the operand has the output's rows (else it is read whole by every block).
+      auto bind = [&](int arg, TensorId t, ConstTensorPtr value, const MD& whole_md, bool sliced) {
+        MD user_md = sliced ? row_slice(whole_md, count) : whole_md;
+        int64_t offset = sliced ? row_offset_bytes(whole_md, first) : 0;
+        MD internal_md = pd.query_md(dnnl::query::exec_arg_md, arg);
+        if (!value && t != kNone && g_.tensor(t).is_constant()) value = g_.tensor(t).constant;
+        if (value) {
+          const void* data = static_cast<const char*>(value->raw()) + offset;
+          for (const Captured& c : captured)
+            if (c.data == data && c.user == user_md && c.internal == internal_md) {
+              block.args[arg] = c.mem;
+              return;
+            }
+          kernel->constants_.push_back(value);
+          memory user(user_md, eng, const_cast<void*>(data)), mem = user;
+          if (internal_md != user_md) {
+            mem = memory(internal_md, eng);
+            dnnl::reorder(user, mem).execute(cpu_stream(), user, mem);
+            cpu_stream().wait();
+          }
+          captured.push_back({data, user_md, internal_md, mem});
+          block.args[arg] = mem;
+          return;
+        }
+        if (internal_md != user_md) unsupported("row blocks need every runtime operand in its own layout");
+        int input =
+            t == kNone ? -1 : static_cast<int>(std::find(k_.inputs.begin(), k_.inputs.end(), t) - k_.inputs.begin());
+        KORCH_CHECK(t == kNone || input < static_cast<int>(k_.inputs.size()), "tensor ", g_.tensor(t).name,
+                    " is not a kernel input");
+        block.args[arg] = memory(user_md, eng, DNNL_MEMORY_NONE);
+        block.runtime.push_back({arg, input, offset});
+      };
+      bind(DNNL_ARG_SRC, a_.src, nullptr, a_.src_md, true);
+      bind(DNNL_ARG_WEIGHTS, a_.weights, nullptr, a_.weights_md, false);
+      if (a_.bias != kNone) bind(DNNL_ARG_BIAS, a_.bias, nullptr, bias_md(), false);
+      for (size_t i = 0; i < a_.post_ops.size(); ++i) {
+        const PostOp& p = a_.post_ops[i];
+        if (p.binary)
+          bind(DNNL_ARG_ATTR_MULTIPLE_POST_OP(static_cast<int>(i)) | DNNL_ARG_SRC_1, p.value ? kNone : p.operand,
+               p.value, p.operand_md, p.operand_md.dims()[r - 2] != 1);
+      }
+      bind(DNNL_ARG_DST, kNone, nullptr, dense_md(a_.dst_dims), true);
+      if (scratch) block.args[DNNL_ARG_SCRATCHPAD] = memory(pd.scratchpad_desc(), eng, scratch.get_data_handle());
+      block.primitive = dnnl::primitive(pd);
+      kernel->row_blocks_.push_back(std::move(block));
+    }
+    if (scratch) kernel->args_[DNNL_ARG_SCRATCHPAD] = scratch;  // held by the kernel
+    kernel->description_ = str_cat("onednn ", describe_core(), post_op_list(), " (", pds[0].impl_info_str(), ")");
+    return kernel;
+  }
+
   MD activation_md(const Dims& dims) const { return fixed_ ? MD(dims, memory::data_type::f32, *fixed_) : any_md(dims); }
 
   // 1x1, stride-1, unpadded, ungrouped convolutions are a plain GEMM on nchw: reordering
@@ -187,14 +280,17 @@ class Builder {
     return dense_md({out[1]});
   }
 
-  dnnl::primitive_desc make_pd(bool any_layout, bool with_post_ops, bool with_prologue) const {
+  // block_rows: a MatMul over that many of its output rows (the row-block variant); 0: all.
+  dnnl::primitive_desc make_pd(bool any_layout, bool with_post_ops, bool with_prologue, int64_t block_rows = 0) const {
     const Primitive& L = *a_.linear;
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
     if (with_post_ops) {
       dnnl::post_ops po;
       for (const PostOp& p : a_.post_ops) {
-        if (p.binary)
+        if (p.binary && block_rows)
+          po.append_binary(p.alg, row_slice(p.operand_md, block_rows));
+        else if (p.binary)
           po.append_binary(p.alg, any_layout && p.full ? activation_md(p.operand_md.dims()) : p.operand_md);
         else
           po.append_eltwise(p.scale, p.alg, p.alpha, p.beta);
@@ -213,7 +309,12 @@ class Builder {
       // sgemm ran [128,768]x[768,3072] in 7.4-7.9 ms that way and 3.8-4.7 ms with B transposed
       // (AVX2, 2 threads); profiling keeps whichever is faster per shape.
       if (const_w && any_layout) w = k_.schedule == 1 ? transposed_md(w.dims()) : any_md(w.dims());
-      dnnl::matmul::desc d(src, w, bias, dense_md(dst_dims));
+      MD dst = dense_md(dst_dims);
+      if (block_rows) {
+        src = row_slice(src, block_rows);
+        dst = row_slice(dst, block_rows);
+      }
+      dnnl::matmul::desc d(src, w, bias, dst);
       return dnnl::matmul::primitive_desc(d, attr, eng);
     }
     MD src = any_layout ? activation_md(a_.src_md.dims()) : a_.src_md;
@@ -263,6 +364,7 @@ class Builder {
       const Shape& xs = g_.tensor(L.inputs[0]).shape;
       os << "matmul " << shape_str(out) << " k=" << xs.back();
       if (g_.tensor(a_.weights).is_constant()) os << (k_.schedule == 1 ? " const-B stored transposed" : " const-B");
+      if (k_.schedule == 2) os << " [rows in " << row_blocks(a_) << " blocks]";
     } else {
       const Shape& ws = g_.tensor(a_.weights).shape;
       os << (L.op == PrimOp::Conv ? "conv " : "deconv ") << join(Shape(ws.begin() + 2, ws.end()));
@@ -306,9 +408,30 @@ class Builder {
 
 }  // namespace
 
+int row_blocks(const Analysis& a) {
+  const size_t r = a.dst_dims.size();
+  if (a.linear->op != PrimOp::MatMul || r < 2) return 1;
+  const int64_t rows = a.dst_dims[r - 2];
+  if (rows < kRowBlockMinRows) return 1;
+  // Plain strided descriptors of the output's rank, batch dims of 1, with the rows or broadcast.
+  auto rows_of = [&](const MD& md, bool broadcast) {
+    const Dims d = md.dims();
+    if (md.data.format_kind != dnnl_blocked || md.data.format_desc.blocking.inner_nblks != 0 || d.size() != r)
+      return false;
+    for (size_t i = 0; i + 2 < r; ++i)
+      if (d[i] != 1) return false;
+    return d[r - 2] == rows || (broadcast && d[r - 2] == 1);
+  };
+  if (!rows_of(a.src_md, false) || !rows_of(dense_md(a.dst_dims), false)) return 1;
+  for (const PostOp& p : a.post_ops)
+    if (p.binary && !rows_of(p.operand_md, true)) return 1;
+  return 2;
+}
+
 int matmul_variants(const PrimGraph& g, const Analysis& a) {
   const TensorInfo& w = g.tensor(a.weights);
-  return w.is_constant() && w.shape.size() >= 2 ? 2 : 1;
+  if (!w.is_constant() || w.shape.size() < 2) return 1;
+  return row_blocks(a) > 1 ? 3 : 2;
 }
 
 std::unique_ptr<OnednnKernel> build_onednn_kernel(const PrimGraph& g, const Kernel& k, const Analysis& a,

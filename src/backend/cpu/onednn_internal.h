@@ -45,6 +45,10 @@ MD strided_md(const Dims& dims, const Dims& strides);
 MD dense_md(const Dims& dims);
 // A dense layout of `dims` with the last two axes swapped in memory (a MatMul's B stored N x K).
 MD transposed_md(const Dims& dims);
+// Rows `rows` of a plain strided descriptor: its second-to-last dim set to `rows` unless it is 1
+// (broadcast), the strides kept; row_offset_bytes: where row `first_row` starts.
+MD row_slice(const MD& md, int64_t rows);
+int64_t row_offset_bytes(const MD& md, int64_t first_row);
 // Layout left to oneDNN (format_tag::any).
 MD any_md(const Dims& dims);
 // A shape aligned to `rank` by prepending 1s (numpy broadcasting).
@@ -136,8 +140,21 @@ class OnednnKernel final : public CompiledKernel {
     std::string key, layout;  // the internal layout (layout_key, layout_name)
     bool kept = false;        // the input arrives in the internal layout (no reorder)
   };
+  // One primitive over a block of the output's rows (the row-block schedule variant): its
+  // execution arguments, of which `runtime` are bound to an input (input >= 0) or the output
+  // (input < 0) at a byte offset on every run.
+  struct RowBlock {
+    struct Runtime {
+      int arg, input;
+      int64_t offset;
+    };
+    dnnl::primitive primitive;
+    std::unordered_map<int, memory> args;
+    std::vector<Runtime> runtime;
+  };
   dnnl::primitive primitive_;
   std::unordered_map<int, memory> args_;
+  std::vector<RowBlock> row_blocks_;  // when set, run() runs these instead of primitive_
   std::vector<Binding> bindings_;
   memory out_user_, out_internal_;
   std::optional<dnnl::reorder> out_reorder_;
@@ -149,9 +166,15 @@ class OnednnKernel final : public CompiledKernel {
   Kernel kernel_;
 };
 
-// Schedule variants of a MatMul kernel: 2 (oneDNN's layout for B, B stored transposed) when B
-// is a constant of at least 2 dims, else 1.
+// Schedule variants of a MatMul kernel: 1, or when B is a constant of at least 2 dims oneDNN's
+// layout for B (0), B stored transposed (1) and, where row_blocks(a) > 1, the rows in that many
+// blocks of one primitive each (2).
 int matmul_variants(const PrimGraph& g, const Analysis& a);
+// The number of row blocks of the row-block variant of a MatMul with constant B: 2 for outputs of
+// at least kRowBlockMinRows rows (batch dims of 1 or folded into rows) whose binary post-op
+// operands are full or broadcast over the rows; 1 (no such variant) otherwise.
+constexpr int64_t kRowBlockMinRows = 256;
+int row_blocks(const Analysis& a);
 
 // The kernel for the analysed pattern `a` in schedule variant k.schedule. fixed: every
 // activation (conv src, dst and full-tensor binary operands) in this format instead of oneDNN's

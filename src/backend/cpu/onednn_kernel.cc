@@ -24,6 +24,17 @@ dnnl::stream& cpu_stream() {
 
 void OnednnKernel::run(const std::vector<const void*>& inputs, void* output) {
   dnnl::stream& s = cpu_stream();
+  if (!row_blocks_.empty()) {
+    for (RowBlock& block : row_blocks_) {
+      for (const RowBlock::Runtime& r : block.runtime) {
+        const void* base = r.input < 0 ? output : inputs.at(r.input);
+        block.args[r.arg].set_data_handle(const_cast<char*>(static_cast<const char*>(base) + r.offset));
+      }
+      block.primitive.execute(s, block.args);
+    }
+    s.wait();
+    return;
+  }
   for (Binding& b : bindings_) {
     void* data = const_cast<void*>(inputs.at(b.input));
     if (b.kept) {
@@ -69,12 +80,21 @@ std::vector<std::pair<const void*, int64_t>> OnednnKernel::held_memory() const {
   external.push_back(out_user_.get(true));
   if (out_kept_) external.push_back(out_internal_.get());
   std::vector<std::pair<const void*, int64_t>> held;
-  for (const auto& [arg, m] : args_) {
-    if (!m || std::find(external.begin(), external.end(), m.get()) != external.end()) continue;
+  auto hold = [&](const memory& m) {
+    if (!m || std::find(external.begin(), external.end(), m.get()) != external.end()) return;
     const void* data = m.get_data_handle();
     auto bytes = static_cast<int64_t>(m.get_desc().get_size());
+    for (const auto& [d, b] : held)
+      if (d == data) return;
     if (data && bytes > 0) held.emplace_back(data, bytes);
-  }
+  };
+  for (const auto& [arg, m] : args_) hold(m);
+  for (const RowBlock& block : row_blocks_)
+    for (const auto& [arg, m] : block.args) {
+      bool runtime = std::any_of(block.runtime.begin(), block.runtime.end(),
+                                 [&](const RowBlock::Runtime& r) { return r.arg == arg; });
+      if (!runtime && arg != DNNL_ARG_SCRATCHPAD) hold(m);  // the scratchpad is args_'s
+    }
   return held;
 }
 

@@ -30,6 +30,21 @@ MD transposed_md(const Dims& dims) {
   std::swap(strides[r - 2], strides[r - 1]);
   return strided_md(dims, strides);
 }
+MD row_slice(const MD& md, int64_t rows) {
+  Dims dims = md.dims();
+  size_t r = dims.size();
+  if (dims[r - 2] == 1) return md;
+  dims[r - 2] = rows;
+  const auto& s = md.data.format_desc.blocking.strides;
+  return strided_md(dims, Dims(s, s + r));
+}
+
+int64_t row_offset_bytes(const MD& md, int64_t first_row) {
+  size_t r = md.dims().size();
+  if (md.dims()[r - 2] == 1) return 0;
+  return first_row * md.data.format_desc.blocking.strides[r - 2] * static_cast<int64_t>(sizeof(float));
+}
+
 MD any_md(const Dims& dims) { return MD(dims, memory::data_type::f32, memory::format_tag::any); }
 
 Dims aligned(const Shape& s, size_t rank) {

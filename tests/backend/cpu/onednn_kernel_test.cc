@@ -8,6 +8,7 @@
 #include <random>
 
 #include "backend/cpu/compiled_kernel.h"
+#include "backend/cpu/onednn_internal.h"
 #include "plan/kernel.h"
 #include "reference/reference.h"
 
@@ -188,6 +189,41 @@ TEST(OnednnKernel, MatMulConstantBTransposedVariant) {
   c.op(PrimOp::MatMul, {c.input({2, 3, 5, 8}), c.constant({3, 8, 6})});
   ASSERT_EQ(cpu::schedule_variants(c.g, make_kernel(c.g, c.all_prims())), 2);
   check_kernel(c, {}, 2, 1);
+}
+
+TEST(OnednnKernel, MatMulRowBlockVariant) {
+  // Variant 2 of a MatMul with a constant B and at least kRowBlockMinRows rows runs the rows in
+  // blocks: A's rows, a residual's rows and the output's rows at each block's offset, the bias and
+  // a per-column operand whole; it matches the reference on batch
+  // dims folded into rows (an odd row count), a transposed A, and a constant full operand.
+  const int64_t rows = cpu::onednn_detail::kRowBlockMinRows + 33;
+  Builder b;
+  TensorId y = b.op(PrimOp::MatMul, {b.input({1, rows, 24}), b.constant({24, 40})});
+  y = b.op(PrimOp::Add, {b.op(PrimOp::Add, {y, b.constant({40})}), b.input({1, rows, 40})});
+  b.op(PrimOp::Mul, {y, b.constant({1, 1, 40})});
+  ASSERT_EQ(cpu::schedule_variants(b.g, make_kernel(b.g, b.all_prims())), 3);
+  std::string v2 = check_kernel(b, {}, 2, 2);
+  EXPECT_NE(v2.find("rows in 2 blocks"), std::string::npos) << v2;
+
+  Builder folded;  // [3, rows/3... ] batch folded into rows
+  folded.op(PrimOp::Add, {folded.op(PrimOp::MatMul, {folded.input({3, 100, 16}), folded.constant({16, 24})}),
+                          folded.constant({3, 100, 24})});
+  ASSERT_EQ(cpu::schedule_variants(folded.g, make_kernel(folded.g, folded.all_prims())), 3);
+  check_kernel(folded, {}, 2, 2);
+
+  Builder transposed;  // A read through a transpose: rows strided
+  transposed.op(PrimOp::MatMul,
+                {transposed.transpose(transposed.input({32, rows}), {1, 0}), transposed.constant({32, 8})});
+  ASSERT_EQ(cpu::schedule_variants(transposed.g, make_kernel(transposed.g, transposed.all_prims())), 3);
+  check_kernel(transposed, {}, 2, 2);
+
+  Builder few;  // fewer rows: no such variant
+  few.op(PrimOp::MatMul, {few.input({cpu::onednn_detail::kRowBlockMinRows - 1, 16}), few.constant({16, 8})});
+  EXPECT_EQ(cpu::schedule_variants(few.g, make_kernel(few.g, few.all_prims())), 2);
+  Kernel k = make_kernel(few.g, few.all_prims());
+  k.schedule = 2;
+  std::string why;
+  EXPECT_EQ(cpu::compile_onednn_kernel(few.g, k, &why), nullptr);
 }
 
 TEST(OnednnKernel, Conv3x3Pad1) {
