@@ -550,7 +550,8 @@ bool measure_choice(const std::vector<int>& chosen, std::vector<Kernel>& cands, 
 
 struct PartitionChoice {
   SelectionResult selection;  // chosen: indices into the candidates
-  bool capped = false;        // profiling stopped at max_profiling_rounds or the budget
+  bool capped = false;        // profiling stopped at max_profiling_rounds, a stall or the budget
+  bool stalled = false;       // ... because measured selections stopped improving (options.stall_rounds)
   bool within_gap = false;    // profiling stopped within options.profiling_gap of the optimum
   bool budget_spent = false;  // ... at the budget
 };
@@ -617,6 +618,9 @@ PartitionChoice choose_kernels(const PrimGraph& g, const Partition& part, std::v
   SelectionResult& sel = choice.selection;
   if (prices.measuring() && prices.past_budget()) stop_profiling(cands, dropped, prices, choice, true);
   int profiling_rounds = 0;
+  // The cheapest selection of measured kernels seen, after each profiling round.
+  double best_measured = std::numeric_limits<double>::infinity();
+  std::vector<double> best_measured_after;
   std::vector<int> previous;  // last round's choice (candidate indices)
   bool full_solve = !prices.measuring();
   while (true) {
@@ -661,6 +665,7 @@ PartitionChoice choose_kernels(const PrimGraph& g, const Partition& part, std::v
     } else if (prices.measuring() && !choice.capped && options.profiling_gap > 0) {
       double best_cost = 0;
       std::vector<int> best = cheapest_measured(problem, start, sel.chosen, active_index, cands, prices, &best_cost);
+      if (!best.empty()) best_measured = std::min(best_measured, best_cost);
       bool exact = best == sel.chosen && (full_solve || sel.proven_optimal);  // ends below as an optimum
       if (!best.empty() && !exact && best_cost <= sel.lower_bound + options.profiling_gap * std::abs(sel.lower_bound)) {
         sel.chosen = best;
@@ -685,10 +690,18 @@ PartitionChoice choose_kernels(const PrimGraph& g, const Partition& part, std::v
     }
     full_solve = false;
     if (choice.capped) continue;
-    if (prices.past_budget())
+    best_measured_after.push_back(best_measured);
+    const size_t stall = options.profiling_gap > 0 ? static_cast<size_t>(std::max(options.stall_rounds, 0)) : 0;
+    const size_t rounds = best_measured_after.size();
+    if (prices.past_budget()) {
       stop_profiling(cands, dropped, prices, choice, true);
-    else if (++profiling_rounds >= options.max_profiling_rounds)
+    } else if (++profiling_rounds >= options.max_profiling_rounds) {
       stop_profiling(cands, dropped, prices, choice, false);
+    } else if (stall > 0 && rounds > stall && std::isfinite(best_measured_after[rounds - 1 - stall]) &&
+               best_measured > best_measured_after[rounds - 1 - stall] * (1 - options.profiling_gap)) {
+      stop_profiling(cands, dropped, prices, choice, false);
+      choice.stalled = true;
+    }
   }
   return choice;
 }
@@ -708,6 +721,9 @@ std::vector<std::vector<PrimId>> solve_partition(const PrimGraph& g, const Parti
   if (choice.budget_spent)
     report.status =
         str_cat(sel.status, " over the measured kernels (profiling budget of ", options.budget_seconds, " s spent)");
+  else if (choice.stalled)
+    report.status = str_cat(sel.status, " over the measured kernels (profiling stalled: ", options.stall_rounds,
+                            " rounds without a measured selection ", options.profiling_gap * 100, "% cheaper)");
   else if (choice.capped)
     report.status = str_cat(sel.status, " over the measured kernels (profiling capped after ",
                             options.max_profiling_rounds, " rounds)");

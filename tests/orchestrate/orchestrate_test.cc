@@ -821,19 +821,25 @@ class OpDependentMeasurer : public FakeMeasurer {
   }
 };
 
-// Priced by the kernels measured with the same set of primitive ops, kernels of a kind the
-// estimate prices badly are measured once or twice, not one by one: fewer measurements, the same
-// optimum (here the op set's ratio is exact).
-TEST(Optimize, OpSetPricesMeasureFewerKernelsOfAKindTheEstimateMisprices) {
-  PrimGraph g;  // a chain of 12 elementwise primitives: many fused candidates, one partition
+// A chain of `triples` x (Add, Relu, Mul) with per-channel constants.
+PrimGraph elementwise_chain(int triples) {
+  PrimGraph g;
   TensorId x = g.add_input("x", DType::F32, {1, 16, 32, 32});
-  for (int i = 0; i < 4; ++i) {
+  for (int i = 0; i < triples; ++i) {
     TensorId c = g.add_constant("c", std::make_shared<const TensorData>(TensorData(DType::F32, {1, 16, 1, 1})));
     x = g.add_primitive(PrimOp::Add, {x, c}, {});
     x = g.add_primitive(PrimOp::Relu, {x}, {});
     x = g.add_primitive(PrimOp::Mul, {x, c}, {});
   }
   g.mark_output(x);
+  return g;
+}
+
+// Priced by the kernels measured with the same set of primitive ops, kernels of a kind the
+// estimate prices badly are measured once or twice, not one by one: fewer measurements, the same
+// optimum (here the op set's ratio is exact).
+TEST(Optimize, OpSetPricesMeasureFewerKernelsOfAKindTheEstimateMisprices) {
+  PrimGraph g = elementwise_chain(4);  // 12 primitives: many fused candidates, one partition
   AnalyticCostModel model{MachineFigures{}};
   std::vector<OptimizeResult> results;
   std::vector<int> measured;
@@ -853,6 +859,51 @@ TEST(Optimize, OpSetPricesMeasureFewerKernelsOfAKindTheEstimateMisprices) {
   EXPECT_LT(measured[1], measured[0]) << measured[1] << " vs " << measured[0];
   EXPECT_NEAR(results[1].korch.predicted_seconds(), results[0].korch.predicted_seconds(),
               1e-9 * results[0].korch.predicted_seconds());
+}
+
+// A measurer under which a kernel costs its estimate times FakeMeasurer's factor (fusion_penalty
+// per primitive beyond the first) and a factor between 1 and 1.3 that depends on its primitives:
+// unmeasured kernels, priced by the smallest factor measured, keep looking cheaper than they
+// measure.
+class ScatteredMeasurer : public FakeMeasurer {
+ public:
+  using FakeMeasurer::FakeMeasurer;
+  std::optional<double> measure(const PrimGraph& g, const Kernel& k) override {
+    ++measured;
+    uint64_t h = 1469598103934665603ull;
+    for (PrimId p : k.prims) h = (h ^ static_cast<uint64_t>(p)) * 1099511628211ull;
+    return (1.5 + penalty_ * static_cast<double>(k.prims.size() - 1)) *
+           (1 + 0.3 * static_cast<double>(h % 1000) / 1000.0) * model_.cost(g, k);
+  }
+};
+
+// Where stall_rounds profiling rounds in a row find no cheaper selection of measured kernels,
+// profiling stops and says so: fewer rounds and measurements than without the rule, a valid plan
+// no dearer than the greedy one under the same measurements.
+TEST(Optimize, ProfilingStopsWhenMeasuredSelectionsStallAndSaysSo) {
+  PrimGraph g = elementwise_chain(6);  // 18 primitives: many fused candidates, one partition
+  AnalyticCostModel model{MachineFigures{}};
+  std::vector<OptimizeResult> results;
+  std::vector<int> measured;
+  for (int stall_rounds : {0, 2}) {  // 8 rounds, 25 kernels measured without the rule (7 and 18 with it)
+    ScatteredMeasurer measurer(model, 0.6);
+    OptimizeOptions options;
+    options.measurer = &measurer;
+    options.stall_rounds = stall_rounds;
+    options.price_by_op_set = false;
+    options.rivals_per_round = 0;
+    results.push_back(optimize(g, model, options));
+    measured.push_back(measurer.measured);
+    EXPECT_TRUE(validate_plan(g, results.back().korch).empty());
+    EXPECT_LE(results.back().korch.predicted_seconds(), results.back().greedy.predicted_seconds() * (1 + 1e-9));
+  }
+  bool stalled = false;
+  for (const PartitionReport& p : results[1].partitions)
+    stalled = stalled || p.status.find("profiling stalled") != std::string::npos;
+  ASSERT_TRUE(stalled) << "the scattered measurements should make profiling stall";
+  EXPECT_FALSE(results[1].all_optimal);
+  EXPECT_LT(results[1].solve_rounds, results[0].solve_rounds);
+  EXPECT_LT(measured[1], measured[0]);
 }
 
 TEST(Optimize, CappedProfilingIsStoredAsNotProvenOptimal) {
