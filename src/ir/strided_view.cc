@@ -1,53 +1,50 @@
 // dense_view / view_through / reshape_view: strides composed through layout primitives.
 // Reshape follows numpy's no-copy rule: the old and new dims are matched in groups of equal
-// element count, and a group of old dims regroups only where it is contiguous within itself.
+// element count (reshape_groups), and a group of old dims regroups only where it is contiguous
+// within itself.
 #include "ir/strided_view.h"
 
 namespace korch {
 
 StridedView dense_view(const Shape& shape) { return StridedView{0, shape, strides_of(shape)}; }
 
-std::optional<StridedView> reshape_view(const StridedView& v, const Shape& shape) {
-  if (num_elements(shape) != num_elements(v.shape)) return std::nullopt;
-  // Size-1 dims carry no stride information: drop them from the old view.
-  Shape old_shape;
-  std::vector<int64_t> old_strides;
-  for (size_t i = 0; i < v.shape.size(); ++i)
-    if (v.shape[i] != 1) {
-      old_shape.push_back(v.shape[i]);
-      old_strides.push_back(v.strides[i]);
-    }
-  StridedView out{v.offset, shape, std::vector<int64_t>(shape.size(), 0)};
-  size_t oi = 0, ni = 0;
-  while (ni < shape.size()) {
-    if (shape[ni] == 1) {
-      out.strides[ni] = 1;
-      ++ni;
-      continue;
-    }
-    if (oi >= old_shape.size()) return std::nullopt;
-    // One group: old dims [oi, oj) and new dims [ni, nj) of the same element count.
-    size_t oj = oi + 1, nj = ni + 1;
-    int64_t old_count = old_shape[oi], new_count = shape[ni];
-    while (old_count != new_count) {
-      if (old_count < new_count) {
-        if (oj >= old_shape.size()) return std::nullopt;
-        old_count *= old_shape[oj++];
+std::optional<std::vector<ReshapeGroup>> reshape_groups(const Shape& from, const Shape& to) {
+  if (num_elements(from) != num_elements(to) || num_elements(from) == 0) return std::nullopt;
+  std::vector<ReshapeGroup> groups;
+  size_t i = 0, j = 0;
+  while (true) {
+    while (i < from.size() && from[i] == 1) ++i;
+    while (j < to.size() && to[j] == 1) ++j;
+    if (i == from.size() || j == to.size()) return groups;  // equal counts: both sides end here
+    ReshapeGroup group;
+    int64_t from_count = 1, to_count = 1;
+    do {
+      if (i < from.size() && (from_count <= to_count || j == to.size())) {
+        if (from[i] != 1) group.from.push_back(i);
+        from_count *= from[i++];
       } else {
-        if (nj >= shape.size()) return std::nullopt;
-        new_count *= shape[nj++];
+        if (to[j] != 1) group.to.push_back(j);
+        to_count *= to[j++];
       }
-    }
-    for (size_t k = oi; k + 1 < oj; ++k)
-      if (old_strides[k] != old_strides[k + 1] * old_shape[k + 1]) return std::nullopt;
+    } while (from_count != to_count);
+    groups.push_back(std::move(group));
+  }
+}
+
+std::optional<StridedView> reshape_view(const StridedView& v, const Shape& shape) {
+  std::optional<std::vector<ReshapeGroup>> groups = reshape_groups(v.shape, shape);
+  if (!groups) return std::nullopt;
+  StridedView out{v.offset, shape, std::vector<int64_t>(shape.size(), 1)};  // dims of extent 1: any stride
+  for (const ReshapeGroup& group : *groups) {
+    // The group's old dims regroup without a copy only where they are contiguous within the group.
+    for (size_t k = 0; k + 1 < group.from.size(); ++k)
+      if (v.strides[group.from[k]] != v.strides[group.from[k + 1]] * v.shape[group.from[k + 1]]) return std::nullopt;
     // The group's innermost stride, scaled up through the new dims from the inside out.
-    int64_t stride = old_strides[oj - 1];
-    for (size_t k = nj; k-- > ni;) {
-      out.strides[k] = stride;
-      stride *= shape[k];
+    int64_t stride = v.strides[group.from.back()];
+    for (size_t k = group.to.size(); k-- > 0;) {
+      out.strides[group.to[k]] = stride;
+      stride *= shape[group.to[k]];
     }
-    oi = oj;
-    ni = nj;
   }
   return out;
 }

@@ -16,6 +16,7 @@
 #include <functional>
 #include <optional>
 
+#include "ir/strided_view.h"
 #include "reference/reference.h"
 #include "util/error.h"
 
@@ -427,48 +428,31 @@ Expr Generator::explicit_reduction(const Primitive& prim, TensorId x, const std:
 }
 
 // The dims of a Reshape split into groups of consecutive output and input dims with equal element
-// counts (a reshape merges and splits dims only within them). Inside a group the input coordinates
+// counts (reshape_groups: a reshape merges and splits dims only within them). Inside a group the input coordinates
 // come from the group's linear index, the outermost without a modulo, and a dim that is its
 // group's only one on both sides is read as is. So Halide's bounds inference stays exact on every
 // dim the reshape keeps: with one linear index over all dims and a modulo per dim, a reduction
 // computed per parallel row behind a reshape was computed over the whole tensor for every row.
 std::vector<Expr> reshape_source_index(const Shape& out, const Shape& in, const std::vector<Expr>& idx) {
   std::vector<Expr> coords(in.size(), Expr(0));
-  if (num_elements(out) == 0) return coords;
-  size_t i = 0, j = 0;
-  while (true) {
-    while (i < out.size() && out[i] == 1) ++i;  // dims of extent 1 belong to no group
-    while (j < in.size() && in[j] == 1) ++j;
-    if (i == out.size() || j == in.size()) break;
-    // The group out[i0, i), in[j0, j): the fewest dims from here with equal element counts.
-    const size_t i0 = i, j0 = j;
-    int64_t out_count = 1, in_count = 1;
-    do {
-      if (i < out.size() && (out_count <= in_count || j == in.size()))
-        out_count *= out[i++];
-      else
-        in_count *= in[j++];
-    } while (out_count != in_count);
-    std::vector<size_t> out_dims, in_dims;  // the group's dims of extent > 1
-    for (size_t a = i0; a < i; ++a)
-      if (out[a] != 1) out_dims.push_back(a);
-    for (size_t b = j0; b < j; ++b)
-      if (in[b] != 1) in_dims.push_back(b);
-    if (out_dims.size() == 1 && in_dims.size() == 1) {
-      coords[in_dims[0]] = idx[out_dims[0]];
+  std::optional<std::vector<ReshapeGroup>> groups = reshape_groups(in, out);
+  if (!groups) return coords;
+  for (const ReshapeGroup& group : *groups) {
+    if (group.from.size() == 1 && group.to.size() == 1) {
+      coords[group.from[0]] = idx[group.to[0]];
       continue;
     }
     Expr lin = 0;
     int64_t stride = 1;
-    for (size_t a = out_dims.size(); a-- > 0;) {
-      lin = lin + idx[out_dims[a]] * static_cast<int>(stride);
-      stride *= out[out_dims[a]];
+    for (size_t a = group.to.size(); a-- > 0;) {
+      lin = lin + idx[group.to[a]] * static_cast<int>(stride);
+      stride *= out[group.to[a]];
     }
     stride = 1;
-    for (size_t b = in_dims.size(); b-- > 0;) {
+    for (size_t b = group.from.size(); b-- > 0;) {
       Expr c = stride == 1 ? lin : lin / static_cast<int>(stride);
-      coords[in_dims[b]] = b == 0 ? c : c % static_cast<int>(in[in_dims[b]]);
-      stride *= in[in_dims[b]];
+      coords[group.from[b]] = b == 0 ? c : c % static_cast<int>(in[group.from[b]]);
+      stride *= in[group.from[b]];
     }
   }
   return coords;
