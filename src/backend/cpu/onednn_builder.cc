@@ -50,11 +50,11 @@ class Builder {
     if (k_.schedule < 0 || k_.schedule >= (conv_like ? 2 : matmul_variants(g_, a_)))
       unsupported("no schedule variant ", k_.schedule, " for ", describe_core());
     if (k_.schedule == 1) layouts = {conv_like ? !any_layout_first : true};
-    if (k_.schedule == 2) layouts = {true};
     if (fixed_) {
       if (!conv_like) unsupported("only convolutions take a fixed activation layout");
       layouts = {true};
     }
+    if (!conv_like && k_.schedule == 2) return build_row_blocks();
     for (bool any_layout : layouts) {
       try {
         dnnl::primitive_desc candidate = make_pd(any_layout, /*with_post_ops=*/true, /*with_prologue=*/true);
@@ -67,10 +67,8 @@ class Builder {
     if (!pd) unsupported("oneDNN has no implementation for ", describe_core(), post_op_list(), ": ", error);
     if (fixed_ && is_ref_impl(pd->impl_info_str()))
       unsupported("the fixed layout leaves only the reference implementation");
-    if (k_.schedule >= 1 && !fixed_ && is_ref_impl(pd->impl_info_str()))
-      unsupported(conv_like          ? "the alternate activation layout"
-                  : k_.schedule == 1 ? "B stored transposed"
-                                     : "row blocks",
+    if (k_.schedule == 1 && !fixed_ && is_ref_impl(pd->impl_info_str()))
+      unsupported(conv_like ? "the alternate activation layout" : "B stored transposed",
                   " leaves only the reference implementation");
     if (is_ref_impl(pd->impl_info_str()) && (!a_.post_ops.empty() || !a_.prologue.empty())) {
       std::optional<dnnl::primitive_desc> bare;
@@ -83,8 +81,6 @@ class Builder {
                     " leaves only oneDNN's reference implementation");
     }
 
-    if (!conv_like && k_.schedule == 2) return build_row_blocks();
-
     auto kernel = std::make_unique<OnednnKernel>();
     kernel->graph_ = &g_;
     kernel->kernel_ = k_;
@@ -92,17 +88,8 @@ class Builder {
     // Constants are captured (reordered once into the primitive's layout); runtime inputs
     // are rebound on every run, through a reorder when the primitive wants another layout.
     auto bind_constant = [&](int arg, const ConstTensorPtr& value, const MD& user_md) {
-      MD internal_md = pd->query_md(dnnl::query::exec_arg_md, arg);
-      kernel->constants_.push_back(value);
-      memory user(user_md, eng, const_cast<void*>(value->raw()));
-      if (internal_md == user_md) {
-        kernel->args_[arg] = user;
-      } else {
-        memory internal(internal_md, eng);
-        dnnl::reorder(user, internal).execute(cpu_stream(), user, internal);
-        cpu_stream().wait();
-        kernel->args_[arg] = internal;
-      }
+      kernel->args_[arg] =
+          capture_constant(*kernel, value, value->raw(), user_md, pd->query_md(dnnl::query::exec_arg_md, arg));
     };
     auto bind = [&](int arg, TensorId t, const MD& user_md) {
       MD internal_md = pd->query_md(dnnl::query::exec_arg_md, arg);
@@ -111,9 +98,7 @@ class Builder {
         bind_constant(arg, ti.constant, user_md);
         return;
       }
-      int input = static_cast<int>(std::find(k_.inputs.begin(), k_.inputs.end(), t) - k_.inputs.begin());
-      KORCH_CHECK(input < static_cast<int>(k_.inputs.size()), "tensor ", ti.name, " is not a kernel input");
-      OnednnKernel::Binding b{input, arg, memory(user_md, eng, DNNL_MEMORY_NONE), {}, {}, {}, {}};
+      OnednnKernel::Binding b{input_index(t), arg, memory(user_md, eng, DNNL_MEMORY_NONE), {}, {}, {}, {}};
       b.key = layout_key(internal_md);
       b.layout = layout_name(internal_md);
       if (internal_md == user_md) {
@@ -216,24 +201,14 @@ class Builder {
               block.args[arg] = c.mem;
               return;
             }
-          kernel->constants_.push_back(value);
-          memory user(user_md, eng, const_cast<void*>(data)), mem = user;
-          if (internal_md != user_md) {
-            mem = memory(internal_md, eng);
-            dnnl::reorder(user, mem).execute(cpu_stream(), user, mem);
-            cpu_stream().wait();
-          }
+          memory mem = capture_constant(*kernel, value, data, user_md, internal_md);
           captured.push_back({data, user_md, internal_md, mem});
           block.args[arg] = mem;
           return;
         }
         if (internal_md != user_md) unsupported("row blocks need every runtime operand in its own layout");
-        int input =
-            t == kNone ? -1 : static_cast<int>(std::find(k_.inputs.begin(), k_.inputs.end(), t) - k_.inputs.begin());
-        KORCH_CHECK(t == kNone || input < static_cast<int>(k_.inputs.size()), "tensor ", g_.tensor(t).name,
-                    " is not a kernel input");
         block.args[arg] = memory(user_md, eng, DNNL_MEMORY_NONE);
-        block.runtime.push_back({arg, input, offset});
+        block.runtime.push_back({arg, t == kNone ? -1 : input_index(t), offset});
       };
       bind(DNNL_ARG_SRC, a_.src, nullptr, a_.src_md, true);
       bind(DNNL_ARG_WEIGHTS, a_.weights, nullptr, a_.weights_md, false);
@@ -252,6 +227,26 @@ class Builder {
     if (scratch) kernel->args_[DNNL_ARG_SCRATCHPAD] = scratch;  // held by the kernel
     kernel->description_ = str_cat("onednn ", describe_core(), post_op_list(), " (", pds[0].impl_info_str(), ")");
     return kernel;
+  }
+
+  // A constant at `data` seen as user_md, in the primitive's layout internal_md: its own bytes where
+  // the two agree, else a copy reordered once. The kernel keeps `value` alive.
+  memory capture_constant(OnednnKernel& kernel, const ConstTensorPtr& value, const void* data, const MD& user_md,
+                          const MD& internal_md) const {
+    kernel.constants_.push_back(value);
+    memory user(user_md, cpu_engine(), const_cast<void*>(data));
+    if (internal_md == user_md) return user;
+    memory internal(internal_md, cpu_engine());
+    dnnl::reorder(user, internal).execute(cpu_stream(), user, internal);
+    cpu_stream().wait();
+    return internal;
+  }
+
+  // The position of runtime tensor t among the kernel's inputs.
+  int input_index(TensorId t) const {
+    int input = static_cast<int>(std::find(k_.inputs.begin(), k_.inputs.end(), t) - k_.inputs.begin());
+    KORCH_CHECK(input < static_cast<int>(k_.inputs.size()), "tensor ", g_.tensor(t).name, " is not a kernel input");
+    return input;
   }
 
   MD activation_md(const Dims& dims) const { return fixed_ ? MD(dims, memory::data_type::f32, *fixed_) : any_md(dims); }
