@@ -13,6 +13,8 @@
 // (oneDNN's gemm convolution applies binary post-ops in a slow separate pass.)
 // A fused kernel for which oneDNN only has its reference implementation while the bare linear op
 // has an optimised one is rejected with a one-line reason.
+#include <omp.h>
+
 #include <algorithm>
 #include <optional>
 #include <sstream>
@@ -54,7 +56,7 @@ class Builder {
       if (!conv_like) unsupported("only convolutions take a fixed activation layout");
       layouts = {true};
     }
-    if (!conv_like && k_.schedule == 2) return build_row_blocks();
+    if (k_.schedule == 2) return row_blocks(a_) > 1 ? build_row_blocks() : build_gemv();
     for (bool any_layout : layouts) {
       try {
         dnnl::primitive_desc candidate = make_pd(any_layout, /*with_post_ops=*/true, /*with_prologue=*/true);
@@ -172,13 +174,7 @@ class Builder {
       if (is_ref_impl(pds.back().impl_info_str()))
         unsupported("a block of rows of ", describe_core(), " leaves only the reference implementation");
     }
-    // Constants reordered for one block serve every block that wants them in the same layout.
-    struct Captured {
-      const void* data;
-      MD user, internal;
-      memory mem;
-    };
-    std::vector<Captured> captured;
+    std::vector<Captured> captured;  // constants reordered once serve every block
     size_t scratch_bytes = 0;
     for (const dnnl::primitive_desc& pd : pds) scratch_bytes = std::max(scratch_bytes, pd.scratchpad_desc().get_size());
     memory scratch;
@@ -190,25 +186,8 @@ class Builder {
       OnednnKernel::RowBlock block;
       // sliced: the operand has the output's rows (else it is read whole by every block).
       auto bind = [&](int arg, TensorId t, ConstTensorPtr value, const MD& whole_md, bool sliced) {
-        MD user_md = sliced ? row_slice(whole_md, count) : whole_md;
-        int64_t offset = sliced ? row_offset_bytes(whole_md, first) : 0;
-        MD internal_md = pd.query_md(dnnl::query::exec_arg_md, arg);
-        if (!value && t != kNone && g_.tensor(t).is_constant()) value = g_.tensor(t).constant;
-        if (value) {
-          const void* data = static_cast<const char*>(value->raw()) + offset;
-          for (const Captured& c : captured)
-            if (c.data == data && c.user == user_md && c.internal == internal_md) {
-              block.args[arg] = c.mem;
-              return;
-            }
-          memory mem = capture_constant(*kernel, value, data, user_md, internal_md);
-          captured.push_back({data, user_md, internal_md, mem});
-          block.args[arg] = mem;
-          return;
-        }
-        if (internal_md != user_md) unsupported("row blocks need every runtime operand in its own layout");
-        block.args[arg] = memory(user_md, eng, DNNL_MEMORY_NONE);
-        block.runtime.push_back({arg, t == kNone ? -1 : input_index(t), offset});
+        bind_block_arg(*kernel, block, pd, arg, t, std::move(value), sliced ? row_slice(whole_md, count) : whole_md,
+                       sliced ? row_offset_bytes(whole_md, first) : 0, captured);
       };
       bind(DNNL_ARG_SRC, a_.src, nullptr, a_.src_md, true);
       bind(DNNL_ARG_WEIGHTS, a_.weights, nullptr, a_.weights_md, false);
@@ -227,6 +206,101 @@ class Builder {
     if (scratch) kernel->args_[DNNL_ARG_SCRATCHPAD] = scratch;  // held by the kernel
     kernel->description_ = str_cat("onednn ", describe_core(), post_op_list(), " (", pds[0].impl_info_str(), ")");
     return kernel;
+  }
+
+  // Schedule variant 2 of a MatMul of at most kGemvMaxRows rows with constant B (gemv_applies):
+  // korch's GEMV writes partial sums over parts of K (one part per thread, at least 2), and a oneDNN
+  // binary primitive adds the first two into the output with the bias and the post-ops. Profiling
+  // keeps it where it beats oneDNN's matmul (onednn_gemv.cc says why it can).
+  std::unique_ptr<OnednnKernel> build_gemv() {
+    if (!gemv_applies(g_, a_)) unsupported("no GEMV for ", describe_core());
+    dnnl::engine& eng = cpu_engine();
+    auto kernel = std::make_unique<OnednnKernel>();
+    kernel->graph_ = &g_;
+    kernel->kernel_ = k_;
+    const size_t r = a_.dst_dims.size();
+    const Dims w_dims = a_.weights_md.dims();
+    OnednnKernel::Gemv& gemv = kernel->gemv_.emplace();
+    gemv.src_input = input_index(a_.src);
+    gemv.parts = std::max(2, omp_get_max_threads());
+    const ConstTensorPtr& w = g_.tensor(a_.weights).constant;
+    gemv.lda = a_.src_md.data.format_desc.blocking.strides[r - 2];
+    gemv.rows = a_.dst_dims[r - 2];
+    gemv.k = w_dims[w_dims.size() - 2];
+    gemv.n = a_.dst_dims[r - 1];
+    gemv.weights = capture_constant(*kernel, w, w->raw(), a_.weights_md, dense_md(w_dims));
+    gemv.partials = memory(dense_md({gemv.parts, gemv.rows, gemv.n}), eng);
+
+    dnnl::primitive_attr attr;
+    dnnl::post_ops po;
+    Dims bias_dims(r, 1);  // the bias as an operand of the output's rank
+    bias_dims.back() = gemv.n;
+    const MD bias = dense_md(bias_dims);
+    if (a_.bias != kNone) po.append_binary(algorithm::binary_add, bias);
+    for (const PostOp& p : a_.post_ops) {
+      if (p.binary)
+        po.append_binary(p.alg, p.operand_md);
+      else
+        po.append_eltwise(p.scale, p.alg, p.alpha, p.beta);
+    }
+    attr.set_post_ops(po);
+    const MD part_md = dense_md(a_.dst_dims);
+    dnnl::binary::primitive_desc pd(dnnl::binary::desc(algorithm::binary_add, part_md, part_md, part_md), attr, eng);
+    if (is_ref_impl(pd.impl_info_str()))
+      unsupported("the GEMV's epilogue", post_op_list(), " leaves only oneDNN's reference implementation");
+    OnednnKernel::RowBlock epilogue;
+    auto* partials = static_cast<char*>(gemv.partials.get_data_handle());
+    epilogue.args[DNNL_ARG_SRC_0] = memory(part_md, eng, partials);
+    epilogue.args[DNNL_ARG_SRC_1] = memory(part_md, eng, partials + part_md.get_size());
+    std::vector<Captured> captured;
+    int post_op = 0;
+    if (a_.bias != kNone)
+      bind_block_arg(*kernel, epilogue, pd, DNNL_ARG_ATTR_MULTIPLE_POST_OP(post_op++) | DNNL_ARG_SRC_1, a_.bias,
+                     nullptr, bias, 0, captured);
+    for (const PostOp& p : a_.post_ops) {
+      const int arg = DNNL_ARG_ATTR_MULTIPLE_POST_OP(post_op++) | DNNL_ARG_SRC_1;
+      if (p.binary)
+        bind_block_arg(*kernel, epilogue, pd, arg, p.value ? kNone : p.operand, p.value, p.operand_md, 0, captured);
+    }
+    bind_block_arg(*kernel, epilogue, pd, DNNL_ARG_DST, kNone, nullptr, part_md, 0, captured);
+    epilogue.primitive = dnnl::primitive(pd);
+    kernel->row_blocks_.push_back(std::move(epilogue));
+    kernel->description_ = str_cat("korch gemv ", describe_core(), post_op_list(), " (K in ", gemv.parts,
+                                   " parts; epilogue ", pd.impl_info_str(), ")");
+    return kernel;
+  }
+
+  // A constant already captured for one primitive (row blocks share them).
+  struct Captured {
+    const void* data;
+    MD user, internal;
+    memory mem;
+  };
+
+  // Binds execution argument `arg` of `block`, whose primitive descriptor is pd: a constant (t's
+  // or `value`) at `offset` bytes, seen as user_md, captured once in pd's layout; else runtime
+  // input t, or the output where t is kNone, at `offset` bytes on every run, which pd must read
+  // in user_md's layout.
+  void bind_block_arg(OnednnKernel& kernel, OnednnKernel::RowBlock& block, const dnnl::primitive_desc& pd, int arg,
+                      TensorId t, ConstTensorPtr value, const MD& user_md, int64_t offset,
+                      std::vector<Captured>& captured) const {
+    MD internal_md = pd.query_md(dnnl::query::exec_arg_md, arg);
+    if (!value && t != kNone && g_.tensor(t).is_constant()) value = g_.tensor(t).constant;
+    if (value) {
+      const void* data = static_cast<const char*>(value->raw()) + offset;
+      for (const Captured& c : captured)
+        if (c.data == data && c.user == user_md && c.internal == internal_md) {
+          block.args[arg] = c.mem;
+          return;
+        }
+      memory mem = capture_constant(kernel, value, data, user_md, internal_md);
+      captured.push_back({data, user_md, internal_md, mem});
+      block.args[arg] = mem;
+      return;
+    }
+    if (internal_md != user_md) unsupported("row blocks need every runtime operand in its own layout");
+    block.args[arg] = memory(user_md, cpu_engine(), DNNL_MEMORY_NONE);
+    block.runtime.push_back({arg, t == kNone ? -1 : input_index(t), offset});
   }
 
   // A constant at `data` seen as user_md, in the primitive's layout internal_md: its own bytes where
@@ -359,7 +433,7 @@ class Builder {
       const Shape& xs = g_.tensor(L.inputs[0]).shape;
       os << "matmul " << shape_str(out) << " k=" << xs.back();
       if (g_.tensor(a_.weights).is_constant()) os << (k_.schedule == 1 ? " const-B stored transposed" : " const-B");
-      if (k_.schedule == 2) os << " [rows in " << row_blocks(a_) << " blocks]";
+      if (k_.schedule == 2 && row_blocks(a_) > 1) os << " [rows in " << row_blocks(a_) << " blocks]";
     } else {
       const Shape& ws = g_.tensor(a_.weights).shape;
       os << (L.op == PrimOp::Conv ? "conv " : "deconv ") << join(Shape(ws.begin() + 2, ws.end()));
@@ -423,10 +497,26 @@ int row_blocks(const Analysis& a) {
   return 2;
 }
 
+bool gemv_applies(const PrimGraph& g, const Analysis& a) {
+  const size_t r = a.dst_dims.size();
+  const Dims wd = a.weights_md.dims(), sd = a.src_md.dims();
+  if (a.linear->op != PrimOp::MatMul || !gemv_supported() || r < 2 || wd.size() < 2 || sd.size() != r ||
+      a.dst_dims[r - 2] > kGemvMaxRows || !g.tensor(a.weights).is_constant() || g.tensor(a.src).is_constant())
+    return false;
+  auto ones = [](Dims::const_iterator first, Dims::const_iterator last) {
+    return std::all_of(first, last, [](int64_t d) { return d == 1; });
+  };
+  const auto& blocking = a.src_md.data.format_desc.blocking;
+  return ones(wd.begin(), wd.end() - 2) && ones(a.dst_dims.begin(), a.dst_dims.end() - 2) &&
+         ones(sd.begin(), sd.end() - 2) && sd[r - 2] == a.dst_dims[r - 2] &&
+         a.src_md.data.format_kind == dnnl_blocked && blocking.inner_nblks == 0 && a.src_md.data.offset0 == 0 &&
+         blocking.strides[r - 1] == 1;
+}
+
 int matmul_variants(const PrimGraph& g, const Analysis& a) {
   const TensorInfo& w = g.tensor(a.weights);
   if (!w.is_constant() || w.shape.size() < 2) return 1;
-  return row_blocks(a) > 1 ? 3 : 2;
+  return row_blocks(a) > 1 || gemv_applies(g, a) ? 3 : 2;
 }
 
 std::unique_ptr<OnednnKernel> build_onednn_kernel(const PrimGraph& g, const Kernel& k, const Analysis& a,

@@ -154,7 +154,18 @@ class OnednnKernel final : public CompiledKernel {
   };
   dnnl::primitive primitive_;
   std::unordered_map<int, memory> args_;
-  std::vector<RowBlock> row_blocks_;  // when set, run() runs these instead of primitive_
+  // The GEMV schedule variant: A's rows times the constant B (dense K x N) in `parts` partial sums
+  // over K (gemv_partial_sums), which row_blocks_[0], a oneDNN binary primitive, adds into the
+  // output with the bias and post-ops.
+  struct Gemv {
+    int src_input = -1;
+    int64_t lda = 0, rows = 0, k = 0, n = 0;
+    int parts = 2;
+    memory weights, partials;
+  };
+  // When set, run() runs these instead of primitive_ (after the GEMV's partial sums).
+  std::vector<RowBlock> row_blocks_;
+  std::optional<Gemv> gemv_;
   std::vector<Binding> bindings_;
   memory out_user_, out_internal_;
   std::optional<dnnl::reorder> out_reorder_;
@@ -168,8 +179,20 @@ class OnednnKernel final : public CompiledKernel {
 
 // Schedule variants of a MatMul kernel: 1, or when B is a constant of at least 2 dims oneDNN's
 // layout for B (0), B stored transposed (1) and, where row_blocks(a) > 1, the rows in that many
-// blocks of one primitive each (2).
+// blocks of one primitive each (2), or where gemv_applies, korch's GEMV (2).
 int matmul_variants(const PrimGraph& g, const Analysis& a);
+// The GEMV variant: a MatMul of at most kGemvMaxRows output rows (batch dims of 1), a runtime A
+// read with unit column stride and a constant B whose dims before the last two are 1.
+constexpr int64_t kGemvMaxRows = 4;
+bool gemv_applies(const PrimGraph& g, const Analysis& a);
+// partials[p] ([rows, n], p < parts) = A[:, K part p] B[K part p, :] for parts >= 2 consecutive
+// parts of k, then partials[1] += partials[p] for p >= 2 (onednn_gemv.cc). A: rows x k, lda apart;
+// B: k x n dense. Needs gemv_supported(): a CPU with AVX-512, or AVX2 and FMA; avx512: its AVX-512
+// code (where gemv_has_avx512()), else its AVX2 code, both with the same bits.
+bool gemv_supported();
+bool gemv_has_avx512();
+void gemv_partial_sums(const float* a, int64_t lda, int64_t rows, const float* b, int64_t k, int64_t n, int parts,
+                       float* partials, bool avx512 = gemv_has_avx512());
 // The number of row blocks of the row-block variant of a MatMul with constant B: 2 for outputs of
 // at least kRowBlockMinRows rows (batch dims of 1 or folded into rows) whose binary post-op
 // operands are full or broadcast over the rows; 1 (no such variant) otherwise.

@@ -1,5 +1,6 @@
 // The oneDNN kernel at run time: one primitive, its runtime inputs reordered into the layouts it
-// wants and its output reordered back to the dense buffer, inside run(). Between consecutive
+// wants and its output reordered back to the dense buffer, inside run(); or primitives over blocks
+// of rows, or korch's GEMV and its oneDNN epilogue (schedule variants of a MatMul). Between consecutive
 // oneDNN kernels these reorders are skipped where layout_link.h allows: the kernels then read and
 // write the internal layout directly (keep_input_layout / keep_output_layout), and a kernel may be
 // rebuilt with every activation in one given layout (use_format) so that it matches its
@@ -24,6 +25,10 @@ dnnl::stream& cpu_stream() {
 
 void OnednnKernel::run(const std::vector<const void*>& inputs, void* output) {
   dnnl::stream& s = cpu_stream();
+  if (gemv_)
+    gemv_partial_sums(static_cast<const float*>(inputs.at(gemv_->src_input)), gemv_->lda, gemv_->rows,
+                      static_cast<const float*>(gemv_->weights.get_data_handle()), gemv_->k, gemv_->n, gemv_->parts,
+                      static_cast<float*>(gemv_->partials.get_data_handle()));
   if (!row_blocks_.empty()) {
     for (RowBlock& block : row_blocks_) {
       for (const RowBlock::Runtime& r : block.runtime) {
@@ -89,6 +94,10 @@ std::vector<std::pair<const void*, int64_t>> OnednnKernel::held_memory() const {
     if (data && bytes > 0) held.emplace_back(data, bytes);
   };
   for (const auto& [arg, m] : args_) hold(m);
+  if (gemv_) {
+    hold(gemv_->weights);
+    hold(gemv_->partials);
+  }
   for (const RowBlock& block : row_blocks_)
     for (const auto& [arg, m] : block.args) {
       bool runtime = std::any_of(block.runtime.begin(), block.runtime.end(),

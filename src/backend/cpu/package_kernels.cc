@@ -163,6 +163,7 @@ class CpuPackageCompiler : public AheadOfTimeCompiler {
                  "backend/cpu/onednn_post_ops.cc",
                  "backend/cpu/onednn_analysis.cc",
                  "backend/cpu/onednn_builder.cc",
+                 "backend/cpu/onednn_gemv.cc",
                  "backend/cpu/onednn_kernel.cc",
                  "backend/cpu/layout_link.cc",
                  "backend/cpu/stream_store.cc",

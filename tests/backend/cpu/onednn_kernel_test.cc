@@ -1,8 +1,10 @@
 // oneDNN kernels checked element by element against the reference executor, in the spirit
 // of ggml's test-backend-ops: small primitive graphs, one kernel each, random inputs.
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <cmath>
+#include <cstring>
 #include <iostream>
 #include <map>
 #include <random>
@@ -224,6 +226,65 @@ TEST(OnednnKernel, MatMulRowBlockVariant) {
   k.schedule = 2;
   std::string why;
   EXPECT_EQ(cpu::compile_onednn_kernel(few.g, k, &why), nullptr);
+}
+
+TEST(OnednnKernel, MatMulGemvVariant) {
+  // Variant 2 of a MatMul with a constant B and at most kGemvMaxRows rows is korch's GEMV: partial
+  // sums over parts of K added by a oneDNN binary primitive carrying the bias and post-ops. It
+  // matches the reference with an output width that is no multiple of 16, K shorter than the
+  // rows it reads together, a runtime residual, more parts than two (three threads), and B of
+  // leading dims 1.
+  Builder b;
+  TensorId y = b.op(PrimOp::MatMul, {b.input({1, 70}), b.constant({70, 37})});
+  b.op(PrimOp::Relu, {b.op(PrimOp::Add, {y, b.constant({37})})});
+  ASSERT_EQ(cpu::schedule_variants(b.g, make_kernel(b.g, b.all_prims())), 3);
+  std::string v2 = check_kernel(b, {}, 2, 2);
+  EXPECT_NE(v2.find("korch gemv"), std::string::npos) << v2;
+
+  Builder residual;
+  TensorId r = residual.op(PrimOp::MatMul, {residual.input({3, 5}), residual.constant({5, 33})});
+  r = residual.op(PrimOp::Add, {r, residual.input({3, 33})});
+  residual.op(PrimOp::Mul, {r, residual.constant({33})});
+  const int threads = omp_get_max_threads();
+  omp_set_num_threads(3);
+  std::string three = check_kernel(residual, {}, 2, 2);
+  omp_set_num_threads(threads);
+  EXPECT_NE(three.find("K in 3 parts"), std::string::npos) << three;
+
+  Builder batched;
+  batched.op(PrimOp::MatMul, {batched.input({1, 1, 4, 40}), batched.constant({1, 40, 48})});
+  check_kernel(batched, {}, 2, 2);
+
+  Builder transposed;  // A read with a column stride: no GEMV
+  transposed.op(PrimOp::MatMul,
+                {transposed.transpose(transposed.input({16, 2}), {1, 0}), transposed.constant({16, 8})});
+  EXPECT_EQ(cpu::schedule_variants(transposed.g, make_kernel(transposed.g, transposed.all_prims())), 2);
+  Builder five;  // more rows than kGemvMaxRows: no GEMV
+  five.op(PrimOp::MatMul, {five.input({cpu::onednn_detail::kGemvMaxRows + 1, 16}), five.constant({16, 8})});
+  EXPECT_EQ(cpu::schedule_variants(five.g, make_kernel(five.g, five.all_prims())), 2);
+}
+
+// The GEMV's AVX2 and AVX-512 code fuse every product with its sum in the same order: the same
+// bits on any CPU and in any build (the exported package compiles it with other flags).
+TEST(OnednnKernel, GemvPartialSumsAreTheSameBitsInAvx2AndAvx512) {
+  if (!cpu::onednn_detail::gemv_supported()) GTEST_SKIP() << "no AVX2+FMA";
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal;
+  for (int64_t rows : {1, 3}) {
+    const int64_t k = 203, n = 45, parts = 3;
+    std::vector<float> a(rows * k), b(k * n), avx2(parts * rows * n), avx512(parts * rows * n);
+    for (float& v : a) v = normal(rng);
+    for (float& v : b) v = normal(rng);
+    cpu::onednn_detail::gemv_partial_sums(a.data(), k, rows, b.data(), k, n, parts, avx2.data(), false);
+    for (int64_t j = 0; j < rows * n; ++j) {  // partial 0 is rows 0-66 of K; 1 holds 67-202
+      double expect = 0;
+      for (int64_t i = 0; i < k * 1 / parts; ++i) expect += double(a[j / n * k + i]) * b[i * n + j % n];
+      EXPECT_NEAR(avx2[j], expect, 1e-4 * (1 + std::abs(expect))) << j;
+    }
+    if (!cpu::onednn_detail::gemv_has_avx512()) continue;
+    cpu::onednn_detail::gemv_partial_sums(a.data(), k, rows, b.data(), k, n, parts, avx512.data(), true);
+    EXPECT_EQ(std::memcmp(avx2.data(), avx512.data(), 2 * rows * n * sizeof(float)), 0) << rows << " rows";
+  }
 }
 
 TEST(OnednnKernel, Conv3x3Pad1) {
