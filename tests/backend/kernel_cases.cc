@@ -417,8 +417,9 @@ std::vector<KernelCase> memory_bound_kernel_cases() {
     }
   }
   // Max pools as the separable two-pass stencil: YOLO's SPP block (stride 1, same padding, three
-  // window sizes concatenated), a pool that is the kernel's output, asymmetric pads with a
-  // stride, batch 2 (parallel over images), and a 1-D pool (direct window).
+  // window sizes concatenated), a pool that is the kernel's output (13x13 stride 1, a ResNet stem's
+  // 3x3 stride 2 over an odd row count), asymmetric pads with a stride, batch 2 (parallel over
+  // images), and a 1-D pool (direct window).
   // 16 channels: also a channels-last candidate in the blocked formats (whole channel blocks).
   for (Shape spp_in : {Shape{1, 4, 13, 13}, Shape{1, 16, 13, 11}}) {
     cs.push_back({"SPP: MaxPool 5/9/13 s1 same pad + Concat, input " + shape_str(spp_in), [spp_in] {
@@ -440,6 +441,7 @@ std::vector<KernelCase> memory_bound_kernel_cases() {
     std::vector<int64_t> in, kernel, strides, pads;
   };
   for (const PoolCase& pc : std::vector<PoolCase>{{{1, 3, 13, 13}, {13, 13}, {1, 1}, {6, 6, 6, 6}},
+                                                  {{1, 5, 15, 12}, {3, 3}, {2, 2}, {1, 1, 1, 1}},
                                                   {{2, 3, 9, 17}, {3, 2}, {2, 3}, {0, 1, 2, 0}},
                                                   {{1, 5, 20}, {4}, {2}, {1, 1}}}) {
     cs.push_back({"MaxPool alone, input " + shape_str(pc.in) + " kernel " + shape_str(pc.kernel), [pc] {

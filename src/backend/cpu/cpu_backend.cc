@@ -101,11 +101,14 @@ class CpuBackend : public Backend {
   // Reshape reads its input through per-group index maps (halide_lowering::reshape_source_index), so kernels
   // with a reduction behind a reshape no longer compute it over the whole tensor per parallel slice;
   // matmul-row-blocks: a MatMul with constant B and 256 rows or more has a third variant, its rows in blocks;
-  // matmul-gemv: one of at most 4 rows has a third variant, korch's GEMV.
+  // matmul-gemv: one of at most 4 rows has a third variant, korch's GEMV;
+  // sliding-stencils: the separable max pools of an nhwc output slide down chunks of its rows where they overlap
+  // little.
   std::string versions() const override {
     const dnnl_version_t* v = dnnl_version();
-    return str_cat("halide14 onednn", v->major, ".", v->minor, ".", v->patch, " ", kCodegenVersion,
-                   " flushed-cache linked-variants tail-read-back grouped-reshape matmul-row-blocks matmul-gemv");
+    return str_cat(
+        "halide14 onednn", v->major, ".", v->minor, ".", v->patch, " ", kCodegenVersion,
+        " flushed-cache linked-variants tail-read-back grouped-reshape matmul-row-blocks matmul-gemv sliding-stencils");
   }
   std::string codegen() const override { return kCodegenVersion; }
   int threads() const override { return threads_; }

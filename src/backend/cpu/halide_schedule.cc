@@ -3,6 +3,8 @@
 // over its outermost non-unit dimension, with schedule variants (tiles and block transposes for
 // transposing kernels, fused parallel axes, piecewise concats, streaming stores) that profiling
 // times; a kernel with tensors stored channels-last or channel-blocked loops channels innermost.
+#include <omp.h>
+
 #include <algorithm>
 #include <map>
 #include <optional>
@@ -35,7 +37,14 @@ void parallelise_tiles(Func& f, const std::vector<Var>& v, const Var& tile_rows,
 // Spatial reductions and windows of a channels-last kernel, computed up front: channels
 // innermost (vectors of `width` channels, 0: none) inside their pixel loops, chunks of channels
 // in parallel. Returns the description's suffix.
-std::string schedule_channel_reductions(const Generator& gen, int64_t channels, int width) {
+// Where stencil stages are stored and computed, when not once up front: a chunk of the output's rows
+// (store) and each row inside it (compute).
+struct RowChunks {
+  Halide::LoopLevel chunk, row;
+};
+
+std::string schedule_channel_reductions(const Generator& gen, int64_t channels, int width,
+                                        const std::optional<RowChunks>& chunks = std::nullopt) {
   for (Func f : gen.materialised()) {
     f.compute_root();
     std::vector<Var> a = f.args();
@@ -94,16 +103,24 @@ std::string schedule_channel_reductions(const Generator& gen, int64_t channels, 
     update.reorder(order);
     if (width) update.vectorize(c, width, Halide::TailStrategy::GuardWithIf);
   }
-  // Separable pooling and Resize row stages (w, h, c, n), computed up front with channels innermost in storage
-  // and loops (vectors of channels), rows in parallel. Left inlined, the output would evaluate
-  // each window's kh * kw taps again (a 13x13 max pool on 13x13x128 nChw8c: 0.146 ms).
+  // Separable pooling and Resize row stages (w, h, c, n), channels innermost in storage and loops
+  // (vectors of channels). Left inlined, the output would evaluate each window's kh * kw taps again
+  // (a 13x13 max pool on 13x13x128 nChw8c: 0.146 ms). With `chunks`, each chunk of output rows
+  // slides its window down the stages' rows (computed per output row, each stage row once per chunk,
+  // a few rows of storage); else they are computed up front, rows in parallel, into whole-tensor
+  // buffers that every run allocates, writes and reads back (ResNet-50's 3x3/2 max pool over
+  // 64x112x112 nhwc: 0.49-0.60 ms in-run that way, 0.20-0.21 sliding).
   for (Func f : gen.stencils()) {
     std::vector<Var> a = f.args();
     if (a.size() != 4) {  // a Resize of another rank among 4-D tensors
       f.compute_root();
       continue;
     }
-    f.compute_root().reorder_storage(a[2], a[0], a[1], a[3]).reorder(a[2], a[0], a[1], a[3]).parallel(a[1]);
+    f.reorder_storage(a[2], a[0], a[1], a[3]).reorder(a[2], a[0], a[1], a[3]);
+    if (chunks)
+      f.store_at(chunks->chunk).compute_at(chunks->row);
+    else
+      f.compute_root().parallel(a[1]);
     if (width) f.vectorize(a[2], width, Halide::TailStrategy::GuardWithIf);
   }
   std::string text;
@@ -428,6 +445,24 @@ std::string schedule_channels_last(Func& out, const Shape& shape, int vector, in
       if (width) {
         out.vectorize(c, width, Halide::TailStrategy::GuardWithIf);
         text += ", channels vectorized " + std::to_string(width);
+      }
+      // One chunk of rows per thread, the stencil stages sliding down each chunk, where the stages
+      // are max pools' read by the output's own loops (nothing computed up front between them) and
+      // the chunks overlap in few rows: a chunk recomputes window - stride rows of each stage, and a
+      // 13x13 stride-1 pool of 13x13 rows in two chunks recomputed more than it saved (YOLOv4's SPP
+      // pools 0.68 -> 0.89 ms in-run).
+      const int threads = std::max(1, omp_get_max_threads());
+      const int64_t rows = (shape[2] + threads - 1) / threads;
+      bool slide = shape[2] > 1 && !gen.stencils().empty() && gen.materialised().empty() &&
+                   gen.explicit_reductions().empty() && gen.stencils().size() == 2 * gen.pool_rows().size();
+      for (const Generator::PoolRows& p : gen.pool_rows())
+        if (2 * (p.window - p.stride) > rows * p.stride) slide = false;
+      if (slide) {
+        Var chunk("row_chunk"), row("chunk_row");
+        out.split(h, chunk, row, static_cast<int>(rows), Halide::TailStrategy::GuardWithIf).parallel(chunk);
+        text += str_cat(", parallel chunks of ", rows, " rows");
+        return text + schedule_channel_reductions(
+                          gen, shape[1], width, RowChunks{Halide::LoopLevel(out, chunk), Halide::LoopLevel(out, row)});
       }
       if (shape[2] > 1) {
         out.parallel(h);

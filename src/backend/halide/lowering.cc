@@ -704,6 +704,7 @@ Expr Generator::separable_max_pool(TensorId x, const std::vector<int64_t>& k, co
   rows(w, h, c, n) = Halide::maximum(padded(w * static_cast<int>(st[1]) + rx, h, c, n));
   stencils_.push_back(padded);
   stencils_.push_back(rows);
+  pool_rows_.push_back({k[0], st[0]});
   return Halide::maximum(rows(idx[3], idx[2] * static_cast<int>(st[0]) + ry, idx[1], idx[0]));
 }
 

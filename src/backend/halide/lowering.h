@@ -55,6 +55,12 @@ class Generator {
   const std::vector<Func>& materialised() const { return materialised_; }
   const std::vector<Func>& shared() const { return shared_; }
   const std::vector<Func>& stencils() const { return stencils_; }
+  // The row window of each separable max pool among the stencils (its two stages), in input rows:
+  // kernel height and stride.
+  struct PoolRows {
+    int64_t window, stride;
+  };
+  const std::vector<PoolRows>& pool_rows() const { return pool_rows_; }
   struct ExplicitReduction {
     Func func;
     RDom domain;
@@ -102,6 +108,7 @@ class Generator {
   std::vector<Func> materialised_;
   std::vector<Func> shared_;
   std::vector<Func> stencils_;
+  std::vector<PoolRows> pool_rows_;
   bool channels_last_ = false;
   std::map<TensorId, int> input_blocks_;
   std::vector<ExplicitReduction> explicit_reductions_;
