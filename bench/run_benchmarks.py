@@ -942,11 +942,12 @@ def bench_model(args, name, korch_bin):
     res["estimated_round_s"] = round(round_s, 3)
     log(name, ": %d rounds (estimated %.2f s each)" % (rounds, round_s))
     window = CpuWindow([pid for p in peers.values() for pid in p.pids()])
-    order = list(peers)
     for r in range(rounds):
         # Each round starts with the next engine: in A/B races of one plan against another on the
         # 2-vCPU VM, whichever ran first in every round came out slower in 7 of 8 cases, by up to 5%.
-        for e in order[r % len(order):] + order[:r % len(order)]:
+        order = list(peers)  # without engines that failed
+        first = r % len(order) if order else 0
+        for e in order[first:] + order[:first]:
             times[e] += block(e, args.block, max(30.0, 20 * est.get(e, 1000) / 1e3))
     res["cpu_during_rounds"] = window.stop()
     for e, p in list(peers.items()):
