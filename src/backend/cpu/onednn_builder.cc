@@ -237,12 +237,7 @@ class Builder {
     bias_dims.back() = gemv.n;
     const MD bias = dense_md(bias_dims);
     if (a_.bias != kNone) po.append_binary(algorithm::binary_add, bias);
-    for (const PostOp& p : a_.post_ops) {
-      if (p.binary)
-        po.append_binary(p.alg, p.operand_md);
-      else
-        po.append_eltwise(p.scale, p.alg, p.alpha, p.beta);
-    }
+    append_post_ops(po, [](const PostOp& p) { return p.operand_md; });
     attr.set_post_ops(po);
     const MD part_md = dense_md(a_.dst_dims);
     dnnl::binary::primitive_desc pd(dnnl::binary::desc(algorithm::binary_add, part_md, part_md, part_md), attr, eng);
@@ -268,6 +263,18 @@ class Builder {
     kernel->description_ = str_cat("korch gemv ", describe_core(), post_op_list(), " (K in ", gemv.parts,
                                    " parts; epilogue ", pd.impl_info_str(), ")");
     return kernel;
+  }
+
+  // The kernel's post-ops appended to `po` in order: eltwise ones as they are, binary ones reading
+  // their operand as operand_md(post-op) describes it.
+  template <typename OperandMd>
+  void append_post_ops(dnnl::post_ops& po, const OperandMd& operand_md) const {
+    for (const PostOp& p : a_.post_ops) {
+      if (p.binary)
+        po.append_binary(p.alg, operand_md(p));
+      else
+        po.append_eltwise(p.scale, p.alg, p.alpha, p.beta);
+    }
   }
 
   // A constant already captured for one primitive (row blocks share them).
@@ -298,7 +305,8 @@ class Builder {
       block.args[arg] = mem;
       return;
     }
-    if (internal_md != user_md) unsupported("row blocks need every runtime operand in its own layout");
+    if (internal_md != user_md)
+      unsupported("row blocks and the GEMV's epilogue need every runtime operand in its own layout");
     block.args[arg] = memory(user_md, cpu_engine(), DNNL_MEMORY_NONE);
     block.runtime.push_back({arg, t == kNone ? -1 : input_index(t), offset});
   }
@@ -356,14 +364,10 @@ class Builder {
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
     if (with_post_ops) {
       dnnl::post_ops po;
-      for (const PostOp& p : a_.post_ops) {
-        if (p.binary && block_rows)
-          po.append_binary(p.alg, row_slice(p.operand_md, block_rows));
-        else if (p.binary)
-          po.append_binary(p.alg, any_layout && p.full ? activation_md(p.operand_md.dims()) : p.operand_md);
-        else
-          po.append_eltwise(p.scale, p.alg, p.alpha, p.beta);
-      }
+      append_post_ops(po, [&](const PostOp& p) {
+        if (block_rows) return row_slice(p.operand_md, block_rows);
+        return any_layout && p.full ? activation_md(p.operand_md.dims()) : p.operand_md;
+      });
       attr.set_post_ops(po);
     }
     const Dims& dst_dims = a_.dst_dims;

@@ -140,9 +140,9 @@ class OnednnKernel final : public CompiledKernel {
     std::string key, layout;  // the internal layout (layout_key, layout_name)
     bool kept = false;        // the input arrives in the internal layout (no reorder)
   };
-  // One primitive over a block of the output's rows (the row-block schedule variant): its
-  // execution arguments, of which `runtime` are bound to an input (input >= 0) or the output
-  // (input < 0) at a byte offset on every run.
+  // One primitive over a block of the output's rows (the row-block schedule variant), or the GEMV
+  // variant's epilogue: its execution arguments, of which `runtime` are bound to an input
+  // (input >= 0) or the output (input < 0) at a byte offset on every run.
   struct RowBlock {
     struct Runtime {
       int arg, input;
